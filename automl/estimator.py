@@ -1,0 +1,433 @@
+"""AutoClassifier: validate -> search -> select -> fit the ensemble, as a scikit-learn estimator.
+
+``fit`` is a short sequence of stage calls, each in its own module, read top to bottom:
+:mod:`validation` (X, y -> clean frame, encoded labels, profile), :mod:`search_space` and
+:mod:`components` (the CASH tree), :mod:`objective` (CV with pruning, OOF predictions),
+:mod:`search` (the study in worker processes), :mod:`ensemble_selection` (Caruana et al., 2004) and
+:mod:`ensemble` (the soft-voting ensemble), with :mod:`tracking` logging every step to MLflow.
+"""
+
+import logging
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import optuna
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
+
+from . import _params as P
+from .components import resolve_components
+from .ensemble import WeightedEnsembleClassifier
+from .ensemble_selection import EnsembleSelection
+from .exceptions import NoSuccessfulTrialsError
+from .objective import CVObjective
+from .scoring import get_metric
+from .search import (
+    ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
+)
+from .search_space import portfolio, rebuild
+from .tracking import make_tracker
+from .validation import check_prediction_data, check_training_data
+
+logger = logging.getLogger(__name__)
+
+# Share of the time budget kept back for ensemble selection and the final fit of the members.
+FINAL_STAGE_SHARE = 0.15
+
+
+class AutoClassifier(ClassifierMixin, BaseEstimator):
+    """Full-pipeline AutoML classifier: CASH search with TPE and Hyperband, then ensemble selection.
+
+    Searches imputer -> scaler -> categorical encoder -> model family -> hyperparameters with
+    Optuna's TPE sampler (Bergstra et al., 2011) and Hyperband pruning over CV folds (Li et al.,
+    2018), keeps every finished trial's out-of-fold (OOF) predictions, builds an ensemble by
+    Caruana et al.'s (ICML 2004) greedy forward selection with replacement over them, and refits
+    the chosen pipelines as a weighted soft vote. Every trial is logged to MLflow.
+
+    Parameters
+    ----------
+    time_budget : float or None, default=60
+        Wall-clock seconds for the whole ``fit`` (validation, search, ensemble, final fit). A share
+        (15%) is kept back for the final stage; workers still busy past the search's deadline are
+        stopped. None means no clock: then ``n_trials`` bounds the search.
+    n_trials : int or None, default=None
+        Total trials (complete, pruned and failed). None: as many as ``time_budget`` allows.
+    metric : str or None, default=None
+        ``"roc_auc"``, ``"log_loss"``, ``"accuracy"``, ``"balanced_accuracy"`` or ``"f1"``.
+        None: ROC AUC for two classes, log loss for more.
+    cv : int or CV splitter, default=5
+        Folds shared by every trial (stratified, shuffled with ``random_state`` when an int).
+    n_jobs : int, default=1
+        Worker processes sharing the study. With ``n_jobs=1`` and ``time_budget=None`` the trials
+        run in this process and the fit is reproducible under ``random_state``.
+    random_state : int or None, default=None
+        Seed of the folds, the sampler, the models and ensemble selection.
+    include : list of str or None, default=None
+        Model family keys to search (``"hgb", "lgbm", "rf", "et", "logreg", "xgb", "knn", "mlp",
+        "svc"``); None searches every installed family the data size allows.
+    components : sequence of ComponentSpec, default=()
+        Families of your own, added to the registry (see :class:`automl.components.ComponentSpec`).
+    sampler : {"tpe", "random"}, default="tpe"
+        Random search is the baseline TPE must beat.
+    pruning : bool, default=True
+        Hyperband over folds; False runs every trial to the last fold.
+    ensemble_size : int, default=50
+        Picks of Caruana ensemble selection (with replacement); 1 keeps the best single trial.
+    final_fit : {"refit", "bag"}, default="refit"
+        ``"refit"`` fits each member on all rows; ``"bag"`` averages its per-fold models.
+    storage : str, optuna.storages.BaseStorage or None, default=None
+        Optuna storage of the study. None: a journal file in a temporary folder, deleted after
+        ``fit`` (``study_`` keeps an in-memory copy). An RDB URL or journal path persists it.
+    study_name : str or None, default=None
+        None uses ``"automl"``: Hyperband assigns brackets by hashing the study name, so a fixed
+        name keeps runs reproducible. An existing study of that name is continued (warm start).
+    tracking : bool, default=True
+        Log to MLflow (parent run per fit, nested run per trial, final model).
+    tracking_uri : str or None, default=None
+        MLflow tracking URI; None uses ``MLFLOW_TRACKING_URI`` or a local store (``mlflow.db`` in the
+        working directory; open it with ``mlflow ui --backend-store-uri sqlite:///mlflow.db``).
+    experiment_name : str, default="automl"
+    verbose : int, default=1
+        0 silent; 1 a progress line on stderr.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The original class labels.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Set when X is a DataFrame with string column names.
+    profile_ : DatasetProfile
+        Column kinds, missing rates, categories, class counts, data fingerprint.
+    leaderboard_ : DataFrame of shape (n_trials, 10)
+        ``trial, family, state, mean, std, folds, seconds, weight, params, error``; best first.
+    ensemble_ : WeightedEnsembleClassifier
+        The fitted ensemble, on encoded labels.
+    best_params_ : dict
+        Parameters of the best complete trial.
+    best_score_ : float
+        Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
+    best_score_std_ : float
+        Standard deviation of its fold scores.
+    study_ : optuna.Study
+    mlflow_run_id_ : str or None
+        The parent MLflow run, None when ``tracking=False``.
+    timings_ : dict of str -> float
+        Wall seconds of each stage (``search``, ``ensemble``, ``tracking``, ``total``).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> model = AutoClassifier(time_budget=None, n_trials=3, include=["logreg"], cv=3,
+    ...                        tracking=False, verbose=0, random_state=0).fit(X, y)
+    >>> model.predict_proba(X.iloc[:2]).shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        "time_budget": [P.interval(float, 0, None, closed="neither"), P.is_none()],
+        "n_trials": [P.interval(int, 1, None), P.is_none()],
+        "metric": [P.instance_of(str, "a str"), P.is_none()],
+        "cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
+        "n_jobs": [P.interval(int, 1, None)],
+        "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
+        "include": [P.instance_of(Sequence, "a list of str"), P.is_none()],
+        "components": [P.instance_of(Sequence, "a sequence of ComponentSpec")],
+        "sampler": [P.options("tpe", "random")],
+        "pruning": [P.instance_of(bool, "a bool")],
+        "ensemble_size": [P.interval(int, 1, None)],
+        "final_fit": [P.options("refit", "bag")],
+        "study_name": [P.instance_of(str, "a str"), P.is_none()],
+        "tracking": [P.instance_of(bool, "a bool")],
+        "experiment_name": [P.instance_of(str, "a str")],
+        "verbose": [P.interval(int, 0, None)],
+    }
+
+    def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, n_jobs=1,
+                 random_state=None, include=None, components=(), sampler="tpe", pruning=True,
+                 ensemble_size=50, final_fit="refit", storage=None, study_name=None, tracking=True,
+                 tracking_uri=None, experiment_name="automl", verbose=1):
+        self.time_budget = time_budget
+        self.n_trials = n_trials
+        self.metric = metric
+        self.cv = cv
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.include = include
+        self.components = components
+        self.sampler = sampler
+        self.pruning = pruning
+        self.ensemble_size = ensemble_size
+        self.final_fit = final_fit
+        self.storage = storage
+        self.study_name = study_name
+        self.tracking = tracking
+        self.tracking_uri = tracking_uri
+        self.experiment_name = experiment_name
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Search pipelines on ``X, y``, select an ensemble from their OOF predictions, fit it.
+
+        Parameters
+        ----------
+        X : {DataFrame, array-like} of shape (n_samples, n_features)
+            Numeric, string, categorical, boolean and datetime columns; missing values allowed.
+        y : array-like of shape (n_samples,)
+            Class labels of any type (str, int, bool, pandas category).
+
+        Returns
+        -------
+        self : AutoClassifier
+
+        Raises
+        ------
+        ValueError
+            For an invalid parameter (the message names it) or unusable data
+            (:class:`~automl.exceptions.DataValidationError`, naming the column or problem).
+        NoSuccessfulTrialsError
+            If every trial failed and the fallback model could not be fit either.
+        """
+        started = time.time()
+        self._check_params()
+        X_clean, y_enc, self.classes_, self.profile_ = check_training_data(X, y, n_folds=self._n_folds())
+        self._set_input_features(X)
+        deadline = None if self.time_budget is None else started + self.time_budget
+        metric = get_metric(self.metric, self.profile_.n_classes)
+        specs = resolve_components(self.include, self.components, self.profile_)
+        seed = self._seed()
+        folds = self._make_folds(X_clean, y_enc, seed)
+        tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
+        self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), _versions())
+        try:
+            fallback = _fit_fallback(X_clean, y_enc, self.profile_, seed)
+            with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
+                result = self._search(X_clean, y_enc, folds, specs, metric, seed, deadline, tracker, workdir)
+            ensemble_started = time.time()
+            self.ensemble_, weights = self._fit_ensemble(result, X_clean, y_enc, folds, specs, metric,
+                                                         seed, fallback)
+            self._set_results(result, weights, metric, started, ensemble_started)
+            tracker.log_fit_results(
+                leaderboard=self.leaderboard_, ensemble_weights=weights, model=self,
+                metrics=self._run_metrics(), input_example=_head(X),
+            )
+        except BaseException:
+            tracker.end_fit("FAILED")
+            raise
+        tracker.end_fit()
+        self.timings_["tracking"] = tracker.seconds + result.callback_seconds
+        self.timings_["total"] = time.time() - started
+        return self
+
+    def _check_params(self):
+        P.validate_params(self, self._parameter_constraints)
+        if self.time_budget is None and self.n_trials is None:
+            raise ValueError("AutoClassifier needs a time_budget or n_trials; both are None.")
+
+    def _n_folds(self):
+        return self.cv if isinstance(self.cv, int) else self.cv.get_n_splits()
+
+    def _seed(self):
+        if self.random_state is not None:
+            return self.random_state
+        return int(np.random.default_rng().integers(2**31 - 1))
+
+    def _make_folds(self, X, y, seed):
+        # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
+        splitter = self.cv
+        if isinstance(splitter, int):
+            splitter = StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=seed)
+        return list(splitter.split(X, y))
+
+    def _set_input_features(self, X):
+        self.n_features_in_ = len(self.profile_.input_columns)
+        columns = getattr(X, "columns", None)
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(columns, dtype=object)
+
+    def _search(self, X, y, folds, specs, metric, seed, deadline, tracker, workdir):
+        storage = open_storage(self.storage, workdir)
+        study_name = self.study_name or "automl"
+        n_brackets = int(np.floor(np.log(len(folds)) / np.log(3))) + 1 if self.pruning else 1
+        sampler = make_sampler(self.sampler, seed, self._n_startup_trials(n_brackets))
+        pruner = make_pruner(self.pruning, len(folds))
+        with quiet_optuna():
+            study = optuna.create_study(storage=storage, study_name=study_name,
+                                        direction=metric.direction, load_if_exists=True)
+            for config in portfolio(specs):
+                study.enqueue_trial(config, skip_if_exists=True)
+        search_deadline = None
+        if deadline is not None:
+            search_deadline = deadline - FINAL_STAGE_SHARE * self.time_budget
+        objective = CVObjective(X, y, folds, self.profile_, specs, metric, workdir, search_deadline, seed)
+        callbacks = [tracker.trial_logger()]
+        if self.verbose:
+            callbacks.append(ProgressLine(search_deadline))
+        result = run_search(
+            objective, storage=storage, study_name=study_name, sampler=sampler, pruner=pruner,
+            n_trials=self.n_trials, deadline=search_deadline, n_jobs=self.n_jobs,
+            callbacks=[c for c in callbacks if c is not None], oof_dir=workdir,
+        )
+        if self.storage is None:
+            # The default journal lives in the temporary workdir, gone after fit: copy it to memory.
+            memory = optuna.storages.InMemoryStorage()
+            with quiet_optuna():
+                optuna.copy_study(from_study_name=study_name, from_storage=storage, to_storage=memory)
+            result.study = optuna.load_study(study_name=study_name, storage=memory)
+        return result
+
+    def _n_startup_trials(self, n_brackets):
+        # Hyperband gives each bracket its own TPE history, so random startup trials are paid per
+        # bracket: keep at least half of a known trial budget for trials TPE chooses.
+        if self.n_trials is None:
+            return 10
+        return int(np.clip(self.n_trials // (2 * n_brackets), 2, 10))
+
+    def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, fallback):
+        numbers = sorted(result.oof)
+        if not numbers:
+            return _use_fallback(result, fallback), {}
+        selection = EnsembleSelection(ensemble_size=self.ensemble_size, random_state=seed)
+        selection.fit([result.oof[n] for n in numbers], y, metric.signed)
+        chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
+        trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
+        members = [rebuild(trials[n].params, self.profile_, specs, seed) for n in chosen]
+        ensemble = WeightedEnsembleClassifier(
+            estimators=members, weights=list(chosen.values()), final_fit=self.final_fit, cv=folds
+        )
+        sign = 1.0 if metric.greater_is_better else -1.0
+        self.ensemble_score_ = sign * float(selection.score_)
+        return ensemble.fit(X, y), chosen
+
+    def _set_results(self, result, weights, metric, started, ensemble_started):
+        self.study_ = result.study
+        self.leaderboard_ = leaderboard(result.study, weights)
+        complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
+        self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan
+        if len(complete):
+            best = complete.iloc[0]
+            self.best_params_ = {"model": best["family"], **best["params"]}
+            self.best_score_, self.best_score_std_ = float(best["mean"]), float(best["std"])
+        if not weights:
+            self.ensemble_score_ = np.nan
+        self.metric_ = metric.name
+        self.n_trials_killed_ = result.killed
+        self.timings_ = {"search": result.seconds, "ensemble": time.time() - ensemble_started}
+
+    def _run_params(self, metric, seed, n_folds):
+        p = self.profile_
+        return {
+            "n_samples": p.n_samples, "n_features": p.n_features, "n_classes": p.n_classes,
+            "task": p.task, "fingerprint": p.fingerprint, "metric": metric.name,
+            "time_budget": self.time_budget, "n_trials": self.n_trials, "cv_folds": n_folds,
+            "random_state": seed, "n_jobs": self.n_jobs, "sampler": self.sampler,
+            "pruning": self.pruning, "ensemble_size": self.ensemble_size, "final_fit": self.final_fit,
+        }
+
+    def _run_metrics(self):
+        states = self.leaderboard_["state"].value_counts()
+        metrics = {
+            "best_score": self.best_score_, "best_score_std": self.best_score_std_,
+            "ensemble_hillclimb_score": self.ensemble_score_,
+            "search_seconds": self.timings_["search"], "ensemble_seconds": self.timings_["ensemble"],
+        }
+        for state in ("COMPLETE", "PRUNED", "FAIL"):
+            metrics[f"n_trials_{state.lower()}"] = int(states.get(state, 0))
+        return {k: float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)}
+
+    def predict_proba(self, X):
+        """Class probabilities of the ensemble's weighted soft vote.
+
+        Parameters
+        ----------
+        X : {DataFrame, array-like} of shape (n_samples, n_features)
+            Columns are matched by name (order may differ; extra columns are ignored with a warning).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; rows sum to 1.
+
+        Raises
+        ------
+        DataValidationError
+            If a training column is missing (named in the message) or a value cannot be converted.
+        """
+        check_is_fitted(self, "ensemble_")
+        return self.ensemble_.predict_proba(check_prediction_data(X, self.profile_))
+
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : {DataFrame, array-like} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Original labels (from ``classes_``).
+        """
+        check_is_fitted(self, "ensemble_")
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+def _fit_fallback(X, y, profile, seed):
+    """A cheap, safe model fitted before the search, so even a failed search returns something.
+
+    The logistic-regression configuration of the portfolio; a prior-predicting dummy if even that fails.
+    """
+    from sklearn.dummy import DummyClassifier
+
+    spec = resolve_components(include=["logreg"])
+    config = next(c for c in portfolio(spec) if c["model"] == "logreg")
+    for member in (rebuild(config, profile, spec, seed), DummyClassifier(strategy="prior")):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return WeightedEnsembleClassifier(estimators=[member], weights=[1.0]).fit(X, y)
+        except Exception as exc:
+            logger.warning("Fallback model %s failed: %s", type(member).__name__, exc)
+    return None
+
+
+def _use_fallback(result, fallback):
+    trials = result.study.get_trials(deepcopy=False)
+    errors = sorted({t.user_attrs.get("error", "") for t in trials} - {""})[:3]
+    if fallback is None:
+        raise NoSuccessfulTrialsError(
+            f"None of {len(trials)} trials finished and the fallback model failed. First errors: {errors}"
+        )
+    warnings.warn(
+        f"None of {len(trials)} trials finished (first errors: {errors}); the model is the fallback "
+        "logistic regression. Raise time_budget or n_trials.", UserWarning, stacklevel=3,
+    )
+    return fallback
+
+
+def _head(X, n=5):
+    import pandas as pd
+
+    return X.head(n) if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)[:n]).add_prefix("x")
+
+
+def _versions():
+    import sklearn
+
+    from . import __version__
+
+    return {"automl_version": __version__, "sklearn_version": sklearn.__version__,
+            "optuna_version": optuna.__version__, "numpy_version": np.__version__}

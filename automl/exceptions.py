@@ -1,0 +1,24 @@
+"""Exceptions and warnings raised by automl.
+
+Every error names the column, parameter or trial it is about, so a user can act on the message alone.
+"""
+
+
+class AutoMLError(Exception):
+    """Base class of every error raised by automl."""
+
+
+class DataValidationError(AutoMLError, ValueError):
+    """X or y cannot be used as given (shape, labels, values); the message names the column or problem."""
+
+
+class NoSuccessfulTrialsError(AutoMLError, RuntimeError):
+    """Every trial of the search failed; the message carries the first errors seen."""
+
+
+class LeakageWarning(UserWarning):
+    """A column or row pattern lets the model see the target it should predict."""
+
+
+class DataRepairWarning(UserWarning):
+    """automl changed the input in a documented way (dropped a constant column, for instance)."""

@@ -1,0 +1,307 @@
+"""Run the study: worker processes share one Optuna storage until the trial count or the clock ends.
+
+``run_search`` receives its sampler, pruner, storage and callbacks ready-made (see
+:func:`make_sampler`, :func:`make_pruner`, :func:`open_storage`); it only schedules. Trials run in
+worker **processes** (joblib's loky executor) so that a runaway fit can be killed: ``study.optimize``
+checks its timeout only between trials, so the parent process stops workers that outlive the
+deadline and marks the trials they left running as failed.
+"""
+
+import concurrent.futures
+import logging
+import os
+import sys
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+from joblib.externals.loky import ProcessPoolExecutor
+from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.trial import TrialState
+from threadpoolctl import threadpool_limits
+
+from .objective import oof_path
+
+logger = logging.getLogger(__name__)
+# States of the trials a search has started (WAITING ones are only enqueued).
+_STARTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
+
+
+def make_sampler(kind="tpe", seed=None, n_startup_trials=10):
+    """The search's sampler.
+
+    Parameters
+    ----------
+    kind : {"tpe", "random"}, default="tpe"
+        TPE (Bergstra et al., NeurIPS 2011; Optuna's ``TPESampler``), multivariate and grouped so
+        the conditional tree is modelled per branch (Falkner et al., 2018, as Optuna implements it),
+        with constant liar so parallel workers do not pile onto one point; or random search, the
+        baseline every smarter sampler must beat.
+    seed : int or None, default=None
+    n_startup_trials : int, default=10
+        Random trials before TPE models the history; with Hyperband they are paid per bracket.
+
+    Returns
+    -------
+    sampler : optuna.samplers.BaseSampler
+
+    Notes
+    -----
+    Every TPE option is passed explicitly: their defaults differ between Optuna 4 and 5.
+    """
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    with warnings.catch_warnings():
+        # multivariate and group are marked experimental since Optuna 2.2 and are still the way to
+        # model a conditional space; the warning says nothing a user can act on.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(
+            n_startup_trials=n_startup_trials, multivariate=True, group=True, constant_liar=True,
+            seed=seed,
+        )
+
+
+def make_pruner(pruning, n_folds):
+    """Hyperband over folds (Li et al., JMLR 2018; Optuna's ``HyperbandPruner``), or no pruning.
+
+    Parameters
+    ----------
+    pruning : bool
+    n_folds : int
+        The maximum resource: a trial that runs every fold is complete.
+
+    Returns
+    -------
+    pruner : optuna.pruners.BasePruner
+    """
+    if not pruning:
+        return optuna.pruners.NopPruner()
+    return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=n_folds, reduction_factor=3)
+
+
+def open_storage(storage, workdir):
+    """The study's storage: a local journal file by default, else what the user named.
+
+    Parameters
+    ----------
+    storage : str, optuna.storages.BaseStorage or None
+        None: a journal file in ``workdir`` (safe for several processes on one machine). A string
+        with ``://`` is an RDB URL (``sqlite:///...``, ``postgresql://...``); a string ending in
+        ``.journal`` or ``.log`` is a journal file path; a storage object is used as is.
+    workdir : path-like
+
+    Returns
+    -------
+    storage : str or optuna.storages.BaseStorage
+    """
+    if storage is None:
+        storage = os.path.join(workdir, "study.journal")
+    if isinstance(storage, (str, os.PathLike)) and "://" not in str(storage):
+        return JournalStorage(JournalFileBackend(str(storage)))
+    return storage
+
+
+@dataclass
+class SearchResult:
+    """What the search leaves behind.
+
+    Attributes
+    ----------
+    study : optuna.Study
+    oof : dict of int -> ndarray of shape (n_samples, n_classes)
+        OOF probabilities of each complete trial, by trial number.
+    seconds : float
+        Wall seconds of the search.
+    killed : int
+        Trials that were still running at the hard deadline and were marked failed.
+    callback_seconds : float
+        Wall seconds spent inside callbacks that count their own time (``.seconds``, as the MLflow
+        trial logger does), summed over the workers that ended normally.
+    """
+
+    study: optuna.Study
+    oof: dict
+    seconds: float
+    killed: int
+    callback_seconds: float
+
+
+def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, deadline=None,
+               n_jobs=1, callbacks=(), oof_dir=None, grace=5.0):
+    """Run trials of a study in ``n_jobs`` processes until ``n_trials`` or ``deadline``.
+
+    Parameters
+    ----------
+    objective : callable
+        ``objective(trial) -> float``, picklable (it is sent to every worker).
+    storage : str or optuna.storages.BaseStorage
+        Where the study lives (see :func:`open_storage`); every worker opens it.
+    study_name : str
+        An existing study in ``storage`` (direction set, portfolio enqueued by the caller).
+    sampler, pruner : optuna sampler and pruner
+        Worker 0 uses ``sampler`` as given (reproducible under a seed); other workers reseed it.
+    n_trials : int or None
+        Total trials of this search across workers (Optuna's ``MaxTrialsCallback``); trials of an
+        earlier search of the study and enqueued trials still waiting do not count.
+    deadline : float or None
+        Epoch seconds after which no trial starts; workers still busy ``grace`` seconds later are
+        stopped and their running trials marked failed.
+    n_jobs : int, default=1
+        Worker processes. With one worker and no deadline the trials run in this process.
+    callbacks : sequence of callable
+        Optuna callbacks ``(study, frozen_trial)``, run in the worker after each trial.
+    oof_dir : path-like or None
+        Folder where the objective writes OOF arrays; None loads none.
+    grace : float, default=5.0
+        Seconds past ``deadline`` before busy workers are stopped.
+
+    Returns
+    -------
+    result : SearchResult
+    """
+    started = time.time()
+    callbacks = list(callbacks)
+    if n_trials:
+        # Enqueued trials wait in the study as WAITING and a continued study holds earlier trials:
+        # count only the trials this search starts.
+        study = optuna.load_study(study_name=study_name, storage=storage)
+        before = len(study.get_trials(deepcopy=False, states=_STARTED))
+        callbacks.append(optuna.study.MaxTrialsCallback(before + n_trials, states=_STARTED))
+    if n_jobs == 1 and deadline is None:
+        callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, None)]
+        killed = 0
+    else:
+        threads = max(1, (os.cpu_count() or 1) // n_jobs)
+        tasks = [
+            (study_name, storage, sampler, pruner, objective, callbacks, deadline, i, threads)
+            for i in range(n_jobs)
+        ]
+        callback_seconds, killed = _run_in_processes(tasks, storage, study_name, deadline, grace)
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    oof = {
+        t.number: np.load(oof_path(oof_dir, t.number))
+        for t in complete
+        if oof_dir is not None and oof_path(oof_dir, t.number).exists()
+    }
+    return SearchResult(study=study, oof=oof, seconds=time.time() - started, killed=killed,
+                        callback_seconds=float(sum(callback_seconds)))
+
+
+def _run_in_processes(tasks, storage, study_name, deadline, grace):
+    """Run each task's ``_work`` in its own process; kill the workers still busy at deadline + grace."""
+    timeout = None if deadline is None else max(1.0, deadline - time.time() + grace)
+    # One clock for all workers. (joblib's Parallel timeout restarts for each task it waits on, so
+    # a runaway trial in the second worker outlived the deadline by a whole budget.)
+    executor = ProcessPoolExecutor(max_workers=len(tasks))
+    futures = [executor.submit(_work, *task) for task in tasks]
+    done, busy = concurrent.futures.wait(futures, timeout=timeout)
+    executor.shutdown(wait=True, kill_workers=bool(busy))
+    killed = 0
+    if busy:
+        logger.warning("Stopped %d search worker(s) %.0f s after the search deadline.", len(busy), grace)
+        killed = _fail_running(optuna.storages.get_storage(storage), study_name)
+    return [future.result() for future in done], killed
+
+
+def _fail_running(storage, study_name):
+    """Mark trials left RUNNING by a stopped worker as failed, with the reason."""
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for trial in running:
+        # The storage API addresses trials by their internal id; FrozenTrial keeps it as _trial_id.
+        storage.set_trial_user_attr(trial._trial_id, "error", "stopped at the time budget")
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    return len(running)
+
+
+@contextmanager
+def quiet_optuna():
+    """Silence Optuna's per-trial INFO lines (our progress line replaces them), then restore."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+
+
+def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads):
+    if index > 0:
+        sampler.reseed_rng()
+    timeout = None if deadline is None else deadline - time.time()
+    if timeout is None or timeout > 0:
+        # Two workers each running a multi-threaded fit on two cores would fight for them.
+        with quiet_optuna(), threadpool_limits(limits=threads):
+            study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler, pruner=pruner)
+            study.optimize(objective, timeout=timeout, catch=(Exception,), callbacks=callbacks)
+    return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
+
+
+class ProgressLine:
+    """An Optuna callback that prints one line of progress to stderr after each trial.
+
+    Shows trials complete / pruned / failed, the best mean CV score and the seconds left.
+    """
+
+    def __init__(self, deadline=None, stream=None):
+        self.deadline, self.stream = deadline, stream
+
+    def __call__(self, study, trial):
+        trials = study.get_trials(deepcopy=False)
+        count = {s: sum(t.state == s for t in trials) for s in TrialState}
+        complete = [t.value for t in trials if t.state == TrialState.COMPLETE]
+        best = (max if study.direction.name == "MAXIMIZE" else min)(complete) if complete else float("nan")
+        left = "" if self.deadline is None else f" | {max(0, self.deadline - time.time()):.0f} s left"
+        stream = self.stream or sys.stderr
+        # A terminal redraws one line; a log file or CI gets one line per trial.
+        start, end = ("\r", "   ") if stream.isatty() else ("", "\n")
+        stream.write(
+            f"{start}[automl] trials {count[TrialState.COMPLETE]} done, {count[TrialState.PRUNED]} pruned, "
+            f"{count[TrialState.FAIL]} failed | best {best:.4f}{left}{end}"
+        )
+        stream.flush()
+
+
+def leaderboard(study, weights=None):
+    """One row per trial, best first: the table users read after a fit.
+
+    Parameters
+    ----------
+    study : optuna.Study
+    weights : dict of int -> float or None
+        Ensemble weight by trial number (absent trials get 0).
+
+    Returns
+    -------
+    leaderboard : DataFrame of shape (n_trials, 10)
+        Columns ``trial, family, state, mean, std, folds, seconds, weight, params, error``.
+        Complete trials come first, by mean CV score in the study's direction, then pruned trials
+        (their running mean at the fold they stopped), then failed ones.
+    """
+    import pandas as pd
+
+    weights = weights or {}
+    rows = [_leaderboard_row(t, weights.get(t.number, 0.0)) for t in study.get_trials(deepcopy=False)]
+    columns = ["trial", "family", "state", "mean", "std", "folds", "seconds", "weight", "params", "error"]
+    table = pd.DataFrame(rows, columns=columns)
+    order = {"COMPLETE": 0, "PRUNED": 1, "RUNNING": 2, "WAITING": 2, "FAIL": 3}
+    table["_state"] = table["state"].map(order)
+    maximize = study.direction.name == "MAXIMIZE"
+    table["_key"] = -table["mean"] if maximize else table["mean"]
+    table = table.sort_values(["_state", "_key", "trial"], na_position="last", kind="stable")
+    return table.drop(columns=["_state", "_key"]).reset_index(drop=True)
+
+
+def _leaderboard_row(trial, weight):
+    scores = trial.user_attrs.get("fold_scores", [])
+    seconds = trial.duration.total_seconds() if trial.duration is not None else np.nan
+    params = {k: v for k, v in trial.params.items() if k != "model"}
+    return [
+        trial.number, trial.user_attrs.get("family", trial.params.get("model")), trial.state.name,
+        float(np.mean(scores)) if scores else np.nan, float(np.std(scores)) if scores else np.nan,
+        len(scores), seconds, weight, params, trial.user_attrs.get("error", ""),
+    ]

@@ -1,0 +1,482 @@
+"""Check X and y before the search, infer column kinds, encode y, and describe the data in a DatasetProfile.
+
+Column kinds and the repairs made to them (each later stage sees only the cleaned frame):
+
+- numeric (float, int, or an object column holding Python numbers) -> float64, NaN for missing;
+- boolean -> float64 0.0 / 1.0, missing stays NaN;
+- datetime -> float64 days since 1970-01-01 (time-zone aware values are first converted to UTC);
+- categorical (object, str, category) -> object dtype holding Python ``str`` values, ``np.nan`` for missing.
+  Numbers stored as strings stay categorical: guessing would make training and prediction disagree.
+
+Columns whose values are all missing, or that hold one distinct non-missing value, are dropped with a
+:class:`~automl.exceptions.DataRepairWarning` and recorded in ``DatasetProfile.dropped_columns``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from sklearn.exceptions import DataConversionWarning
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
+
+from automl.exceptions import DataRepairWarning, DataValidationError
+
+_EPOCH = pd.Timestamp("1970-01-01")
+_ONE_DAY = pd.Timedelta(days=1)
+_MAX_LISTED = 10
+# pandas.api.types.infer_dtype results for object columns that are not plain text.
+_OBJECT_KINDS = {
+    "integer": "numeric", "floating": "numeric", "mixed-integer-float": "numeric", "decimal": "numeric",
+    "boolean": "boolean", "datetime": "datetime", "datetime64": "datetime", "date": "datetime",
+}
+
+
+@dataclass(frozen=True)
+class DatasetProfile:
+    """What the training data looked like: shape, column kinds, missing values and classes.
+
+    Built by :func:`check_training_data`; later stages read it to shape the search space and
+    :func:`check_prediction_data` reads it to prepare new data the same way.
+
+    Attributes
+    ----------
+    n_samples : int
+        Number of training rows.
+    n_features : int
+        Number of columns kept after dropping all-missing and constant columns.
+    feature_names : tuple of str of length n_features
+        The kept columns, in training order: the columns the model sees.
+    input_columns : tuple of str
+        Every column as given, before drops, converted to str.
+    numeric_columns : tuple of str
+        Kept numeric columns, including booleans and datetimes (converted to float64).
+    categorical_columns : tuple of str
+        Kept object / str / category columns.
+    dropped_columns : dict of str to str
+        Dropped column -> reason (``"all values missing"`` or ``"constant"``).
+    missing_rate : dict of str to float
+        Kept column -> fraction of missing values in [0, 1].
+    categories : dict of str to tuple of str
+        Kept categorical column -> sorted levels seen in training.
+    kinds : dict of str to str
+        Every input column -> ``"numeric"``, ``"categorical"``, ``"boolean"`` or ``"datetime"``.
+    task : {"binary", "multiclass"}
+        Classification task inferred from the number of classes.
+    n_classes : int
+        Number of distinct labels in y.
+    class_counts : tuple of int of length n_classes
+        Members per encoded class, in ``classes`` order.
+    fingerprint : str
+        First 16 hex characters of a sha256 over the content of X and y.
+
+    Examples
+    --------
+    >>> profile = check_training_data([[1.0, "a"], [2.0, "b"], [3.0, "a"]], [0, 1, 0], n_folds=1)[3]
+    >>> profile.feature_names, profile.kinds["x1"], profile.categories, profile.task
+    (('x0', 'x1'), 'categorical', {'x1': ('a', 'b')}, 'binary')
+    """
+
+    n_samples: int
+    n_features: int
+    feature_names: tuple[str, ...]
+    input_columns: tuple[str, ...]
+    numeric_columns: tuple[str, ...]
+    categorical_columns: tuple[str, ...]
+    dropped_columns: dict[str, str]
+    missing_rate: dict[str, float]
+    categories: dict[str, tuple[str, ...]]
+    kinds: dict[str, str]
+    task: str
+    n_classes: int
+    class_counts: tuple[int, ...]
+    fingerprint: str
+
+    @property
+    def has_missing(self) -> bool:
+        """bool : Whether any kept column has a missing value."""
+        return any(rate > 0 for rate in self.missing_rate.values())
+
+    @property
+    def max_cardinality(self) -> int:
+        """int : Largest number of levels over the categorical columns, 0 if there are none."""
+        return max((len(levels) for levels in self.categories.values()), default=0)
+
+
+def check_training_data(X, y, *, n_folds):
+    """Validate X and y for training, convert X to model-ready columns and encode y.
+
+    Parameters
+    ----------
+    X : {DataFrame, array-like} of shape (n_samples, n_input_columns)
+        Training data. Arrays and lists get the column names ``"x0"``, ``"x1"``, ...
+    y : array-like or Series of shape (n_samples,)
+        Class labels of any type (str, int, bool, pandas category).
+    n_folds : int
+        Number of cross-validation folds; every class needs at least this many members.
+
+    Returns
+    -------
+    X_clean : DataFrame of shape (n_samples, n_features)
+        Kept columns with a RangeIndex: float64 for numeric, boolean and datetime columns, object
+        dtype holding str or ``np.nan`` for categorical columns.
+    y_encoded : ndarray of shape (n_samples,)
+        Labels encoded as 0 .. n_classes - 1.
+    classes : ndarray of shape (n_classes,)
+        The original labels, sorted; ``classes[y_encoded]`` gives back y.
+    profile : DatasetProfile
+        Description of the data for the later stages.
+
+    Raises
+    ------
+    DataValidationError
+        If X is empty, sparse, not 2-D, has duplicate column names, infinite values or only dropped
+        columns; if y is None, not 1-D, continuous, has missing labels, a length different from X, a
+        single class, or a class with fewer than ``n_folds`` members.
+
+    Warns
+    -----
+    DataRepairWarning
+        When all-missing or constant columns are dropped.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> X = pd.DataFrame({"age": [22.0, 38.0, None, 35.0], "sex": ["m", "f", "f", "m"]})
+    >>> X_clean, y_enc, classes, profile = check_training_data(X, ["no", "yes", "yes", "no"], n_folds=2)
+    >>> y_enc.tolist(), classes.tolist()
+    ([0, 1, 1, 0], ['no', 'yes'])
+    >>> profile.kinds, profile.missing_rate["age"]
+    ({'age': 'numeric', 'sex': 'categorical'}, 0.25)
+    """
+    frame = _to_frame(X)
+    kinds = {column: _infer_kind(frame[column]) for column in frame.columns}
+    y_encoded, classes = _encode_target(y, len(frame), n_folds)
+    converted = _convert_frame(frame, kinds)
+    _check_finite(converted)
+    dropped = _find_uninformative(converted)
+    if len(dropped) == converted.shape[1]:
+        raise DataValidationError(
+            f"Every column of X would be dropped ({_describe(dropped)}); "
+            "X needs at least one column with two or more distinct values."
+        )
+    if dropped:
+        message = f"Dropped {len(dropped)} column(s) that cannot help the model: {_describe(dropped)}."
+        warnings.warn(message, DataRepairWarning, stacklevel=2)
+    X_clean = converted.drop(columns=list(dropped))
+    fingerprint = _fingerprint(converted, y_encoded, classes)
+    profile = _build_profile(X_clean, kinds, dropped, np.bincount(y_encoded), fingerprint)
+    return X_clean, y_encoded, classes, profile
+
+
+def check_prediction_data(X, profile):
+    """Prepare X at predict time exactly as :func:`check_training_data` prepared the training data.
+
+    DataFrame columns are matched by name (order does not matter); array columns are matched by
+    position against ``profile.input_columns``. Columns dropped in training are ignored silently.
+    Categories unseen in training are kept as str values for the pipeline's encoders to handle.
+
+    Parameters
+    ----------
+    X : {DataFrame, array-like} of shape (n_samples, n_input_columns)
+        New data.
+    profile : DatasetProfile
+        The profile returned by :func:`check_training_data`.
+
+    Returns
+    -------
+    X_clean : DataFrame of shape (n_samples, profile.n_features)
+        Columns ``profile.feature_names`` in training order, with a RangeIndex.
+
+    Raises
+    ------
+    DataValidationError
+        If X has no rows, a training column is missing, an array has the wrong number of columns, a
+        column cannot be read as its training kind, or X holds infinite values.
+
+    Warns
+    -----
+    DataRepairWarning
+        When X has columns unknown at training time; they are ignored.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> X = pd.DataFrame({"size": [1.0, 2.0, 3.0, 4.0], "color": ["red", "blue", "red", "blue"]})
+    >>> profile = check_training_data(X, [0, 1, 0, 1], n_folds=2)[3]
+    >>> new = pd.DataFrame({"color": ["green", None], "size": [5, 6]})
+    >>> check_prediction_data(new, profile).to_dict("list")
+    {'size': [5.0, 6.0], 'color': ['green', nan]}
+    """
+    frame = _to_frame(X, names=profile.input_columns)
+    missing = [column for column in profile.feature_names if column not in frame.columns]
+    if missing:
+        raise DataValidationError(
+            f"X is missing {len(missing)} column(s) used in training: {_listing(missing)}. "
+            "Pass every training column; extra columns are ignored."
+        )
+    extra = [column for column in frame.columns if column not in profile.input_columns]
+    if extra:
+        message = f"Ignored {len(extra)} column(s) unknown at training time: {_listing(extra)}."
+        warnings.warn(message, DataRepairWarning, stacklevel=2)
+    kinds = {column: profile.kinds[column] for column in profile.feature_names}
+    X_clean = _convert_frame(frame[list(profile.feature_names)], kinds)
+    _check_finite(X_clean)
+    return X_clean
+
+
+def _to_frame(X, names=None):
+    """Turn X into a DataFrame with unique str column names and a RangeIndex; reject empty X."""
+    if sparse.issparse(X):
+        raise DataValidationError("Sparse X is not supported: pass X.toarray() or a DataFrame.")
+    if isinstance(X, pd.DataFrame):
+        frame = X.set_axis([str(column) for column in X.columns], axis=1).reset_index(drop=True)
+    else:
+        array = _as_2d_array(X)
+        if names is not None and array.shape[1] != len(names):
+            raise DataValidationError(
+                f"X has {array.shape[1]} features, but AutoClassifier is expecting {len(names)} features "
+                "as input (array columns are matched by position to the training columns)."
+            )
+        frame = pd.DataFrame(array, columns=list(names or (f"x{i}" for i in range(array.shape[1]))))
+    duplicated = sorted(set(frame.columns[frame.columns.duplicated()]))
+    if duplicated:
+        raise DataValidationError(
+            f"X has duplicate column names (after conversion to str): {_listing(duplicated)}. Rename them."
+        )
+    if frame.shape[1] == 0:
+        # The wording of sklearn's check_array, which sklearn's estimator checks look for.
+        raise DataValidationError(
+            f"Found array with 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required."
+        )
+    if frame.shape[0] == 0:
+        raise DataValidationError(f"Found array with 0 sample(s) (shape={frame.shape}); X has no rows.")
+    return frame
+
+
+def _as_2d_array(X):
+    """Convert an array or nested list to a 2-D ndarray, keeping mixed-type lists as objects."""
+    try:
+        array = np.asarray(X)
+        if array.dtype.kind == "U" and not isinstance(X, np.ndarray):
+            # A list mixing numbers and text would otherwise turn every number into a string.
+            array = np.asarray(X, dtype=object)
+    except ValueError as exc:
+        raise DataValidationError(f"X cannot be read as a 2-D table: {exc}") from exc
+    if array.ndim != 2:
+        raise DataValidationError(
+            f"Expected 2D array, got an array of shape {array.shape} instead. Reshape your data either "
+            "using array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if "
+            "it contains a single sample."
+        )
+    return array
+
+
+def _infer_kind(column):
+    """Return the kind of one input column: numeric, categorical, boolean or datetime."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "categorical"
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
+    if pd.api.types.is_complex_dtype(dtype):
+        raise DataValidationError(f"Complex data not supported (column {column.name!r}).")
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "numeric"
+    if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+        return _OBJECT_KINDS.get(pd.api.types.infer_dtype(column, skipna=True), "categorical")
+    raise DataValidationError(
+        f"Column {column.name!r} has unsupported dtype {dtype}; convert it to numbers, text or datetimes."
+    )
+
+
+def _convert_frame(frame, kinds):
+    """Convert each column to its kind's model-ready values; a value that does not fit is an error."""
+    columns = {}
+    for name, kind in kinds.items():
+        try:
+            columns[name] = _CONVERTERS[kind](frame[name])
+        except (ValueError, TypeError) as exc:
+            raise DataValidationError(
+                f"Column {name!r} ({kind} in training) holds values that cannot be read as {kind}: "
+                f"{exc}. Pass values of the same kind as in training."
+            ) from exc
+    # Explicit dtypes: pandas 3 would otherwise infer its str dtype for the object columns.
+    return pd.DataFrame(
+        {name: pd.Series(values, dtype=values.dtype) for name, values in columns.items()},
+        index=pd.RangeIndex(len(frame)),
+    )
+
+
+def _to_float(column):
+    """Numeric column -> float64 array with NaN for missing values."""
+    if not pd.api.types.is_numeric_dtype(column.dtype):
+        column = pd.to_numeric(column, errors="raise")
+    return column.to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _boolean_to_float(column):
+    """Boolean column -> float64 array of 0.0 / 1.0 with NaN for missing values."""
+    return column.astype("boolean").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _datetime_to_days(column):
+    """Datetime column -> float64 days since 1970-01-01 (UTC) with NaN for missing values."""
+    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
+        # pandas would read the numbers as nanoseconds since 1970, silently.
+        raise TypeError("numbers are not dates")
+    stamps = pd.to_datetime(column, utc=True).dt.tz_localize(None)
+    return ((stamps - _EPOCH) / _ONE_DAY).to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _to_str(column):
+    """Categorical column -> object array of Python str with np.nan for missing values."""
+    values = column.astype(object).to_numpy()
+    missing = pd.isna(values)
+    result = np.full(len(values), np.nan, dtype=object)
+    result[~missing] = [str(value) for value in values[~missing]]
+    return result
+
+
+_CONVERTERS = {
+    "numeric": _to_float,
+    "boolean": _boolean_to_float,
+    "datetime": _datetime_to_days,
+    "categorical": _to_str,
+}
+
+
+def _check_finite(frame):
+    """Raise if a float column holds +inf or -inf, naming the columns and counts."""
+    floats = frame.select_dtypes("float64")
+    counts = np.isinf(floats.to_numpy()).sum(axis=0)
+    bad = {name: f"{count} value(s)" for name, count in zip(floats.columns, counts) if count}
+    if bad:
+        raise DataValidationError(
+            f"X contains infinite values in {len(bad)} column(s): {_describe(bad)}. "
+            "Replace inf and -inf with NaN (treated as missing) or with finite values."
+        )
+
+
+def _find_uninformative(frame):
+    """Return column -> reason for columns with no non-missing value or a single distinct one."""
+    n_distinct = frame.nunique(dropna=True)
+    return {name: "constant" if n else "all values missing" for name, n in n_distinct.items() if n < 2}
+
+
+def _target_array(y):
+    """Return y as a 1-D ndarray; a column vector is flattened with sklearn's DataConversionWarning."""
+    if y is None:
+        raise DataValidationError("check_training_data requires y to be passed, but the target y is None.")
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        # Same warning as sklearn's column_or_1d, while keeping the column's pandas dtype.
+        message = "A column-vector y was passed when a 1d array was expected."
+        warnings.warn(message, DataConversionWarning, stacklevel=3)
+        y = y.iloc[:, 0]
+    if isinstance(y, pd.Series):
+        values = y.to_numpy()
+    else:
+        try:
+            values = column_or_1d(y, warn=True)
+        except ValueError as exc:
+            raise DataValidationError(f"{exc} Multi-output targets are not supported.") from exc
+    if values.dtype == object:
+        # Nullable and object columns of numbers or bools: give sklearn a typed array to inspect.
+        values = pd.Series(values, dtype=object).infer_objects().to_numpy()
+    return values
+
+
+def _encode_target(y, n_samples, n_folds):
+    """Check the labels and encode them; return (y_encoded, classes)."""
+    values = _target_array(y)
+    if len(values) != n_samples:
+        raise DataValidationError(
+            f"X and y have different lengths: X has {n_samples} rows, y has {len(values)} labels."
+        )
+    missing = np.flatnonzero(pd.isna(values))
+    if missing.size:
+        raise DataValidationError(
+            f"Input y contains NaN: {missing.size} missing label(s), first at positions "
+            f"{missing[:5].tolist()}. Drop these rows from X and y, or fill in their labels."
+        )
+    if values.dtype.kind == "f" and np.isinf(values).any():
+        count = int(np.isinf(values).sum())
+        raise DataValidationError(f"Input y contains infinity: {count} label(s). y must hold class labels.")
+    try:
+        check_classification_targets(values)
+        encoder = LabelEncoder().fit(values)
+    except (ValueError, TypeError) as exc:
+        if "continuous" in str(exc):
+            hint = "y looks like a regression target (continuous values); use AutoRegressor for it"
+        else:
+            hint = "y must hold finite class labels of one type (all str, all int or all bool)"
+        raise DataValidationError(f"{exc} {hint}.") from exc
+    y_encoded = encoder.transform(values)
+    _check_class_counts(encoder.classes_, np.bincount(y_encoded), n_folds)
+    return y_encoded, encoder.classes_
+
+
+def _check_class_counts(classes, counts, n_folds):
+    """Raise if y has a single class or a class with fewer members than n_folds."""
+    if len(classes) < 2:
+        label = classes.tolist()[0]
+        raise DataValidationError(f"y has 1 class ({label!r}); a classifier needs at least 2 classes.")
+    rare = [f"class {label!r} has {n} member(s)" for label, n in zip(classes.tolist(), counts) if n < n_folds]
+    if rare:
+        raise DataValidationError(
+            f"{len(rare)} class(es) have fewer members than n_folds={n_folds}: "
+            f"{_listing(rare, render=str)}. Each fold needs every class: lower cv, "
+            "or drop or merge these classes."
+        )
+
+
+def _fingerprint(converted, y_encoded, classes):
+    """Hash the content of X (all input columns, converted) and y into 16 hex characters."""
+    digest = hashlib.sha256()
+    digest.update("\x1f".join(converted.columns).encode())
+    digest.update(pd.util.hash_pandas_object(converted, index=False).to_numpy().tobytes())
+    digest.update(pd.util.hash_pandas_object(pd.Series(y_encoded), index=False).to_numpy().tobytes())
+    digest.update("\x1f".join(map(repr, classes.tolist())).encode())
+    return digest.hexdigest()[:16]
+
+
+def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint):
+    """Assemble the DatasetProfile from the cleaned frame and what was learnt on the way."""
+    kept = tuple(X_clean.columns)
+    categorical = tuple(name for name in kept if kinds[name] == "categorical")
+    return DatasetProfile(
+        n_samples=len(X_clean),
+        n_features=len(kept),
+        feature_names=kept,
+        input_columns=tuple(kinds),
+        numeric_columns=tuple(name for name in kept if kinds[name] != "categorical"),
+        categorical_columns=categorical,
+        dropped_columns=dict(dropped),
+        missing_rate={name: float(X_clean[name].isna().mean()) for name in kept},
+        categories={name: tuple(sorted(X_clean[name].dropna().unique())) for name in categorical},
+        kinds=dict(kinds),
+        task="binary" if len(class_counts) == 2 else "multiclass",
+        n_classes=len(class_counts),
+        class_counts=tuple(int(count) for count in class_counts),
+        fingerprint=fingerprint,
+    )
+
+
+def _listing(items, render=repr):
+    """Render up to _MAX_LISTED items, joined by commas, saying how many more there are."""
+    shown = ", ".join(render(item) for item in items[:_MAX_LISTED])
+    more = len(items) - _MAX_LISTED
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _describe(details):
+    """Render {name: detail} as "'a' (detail), 'b' (detail)", capped like _listing."""
+    return _listing([f"{name!r} ({detail})" for name, detail in details.items()], render=str)

@@ -1,0 +1,270 @@
+"""Tests of automl.components: a conformance suite run on every spec of the registry, and the registry rules.
+
+The conformance test samples each family's knobs with a real Optuna trial on credit-approval (690 rows,
+missing values in numeric and categorical columns, nine categorical columns), builds the pipeline with
+``search_space.suggest_pipeline``, fits it and checks the probabilities.
+"""
+
+import dataclasses
+import re
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.samplers import RandomSampler
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.naive_bayes import GaussianNB
+from threadpoolctl import threadpool_limits
+
+from automl.components import DEFAULT_COMPONENTS, ComponentSpec, resolve_components
+from automl.objective import CVObjective
+from automl.scoring import get_metric
+from automl.search_space import suggest_pipeline
+from automl.validation import check_training_data
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Fits run on one thread: the suite stays fast on a busy machine."""
+    with threadpool_limits(limits=1):
+        yield
+
+REGISTRY = resolve_components()
+# Knobs that may be sampled on a linear scale: bounded fractions and small counts.
+LINEAR_KNOBS = {"max_features", "subsample", "colsample_bytree", "max_depth", "n_layers"}
+# Multiplicative knobs: a log scale is required wherever they appear.
+LOG_KNOBS = {
+    "learning_rate", "learning_rate_init", "C", "gamma", "alpha", "n_neighbors", "min_samples_leaf",
+    "n_estimators", "l2_regularization", "reg_lambda", "max_leaf_nodes", "num_leaves",
+    "min_child_samples", "min_child_weight", "width", "min_frequency",
+}
+ROOT_KNOBS = {"model", "encoder", "scaler", "imputer.numeric", "imputer.numeric.add_indicator",
+              "imputer.categorical"}
+
+
+@pytest.fixture(scope="module")
+def credit(shared_data):
+    frame = pd.read_csv(shared_data / "credit-approval.csv")
+    X, y, _, profile = check_training_data(frame.drop(columns="class"), frame["class"], n_folds=3)
+    return X, y, profile
+
+
+def sample(spec_list, profile, seed, fixed=None):
+    """Ask a RandomSampler study for one pipeline; return (trial, pipeline)."""
+    study = optuna.create_study(sampler=RandomSampler(seed=seed))
+    if fixed:
+        study.enqueue_trial(fixed)
+    trial = study.ask()
+    return trial, suggest_pipeline(trial, profile, spec_list, random_state=0)
+
+
+def spec_named(key, *, suggest=None, build=None, name=None, **kwargs):
+    return ComponentSpec(
+        key, name or key, suggest or (lambda trial, profile, prefix: {}),
+        build or (lambda params, random_state: GaussianNB()), **kwargs,
+    )
+
+
+# ---- conformance, over every spec of the registry ------------------------------------------------
+# A sampled configuration may stop before converging; that is the search's business.
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("encoder", ["onehot", "ordinal", "target"])
+@pytest.mark.parametrize("spec", REGISTRY, ids=[s.key for s in REGISTRY])
+def test_conformance_fit_predict_proba(spec, encoder, credit):
+    X, y, profile = credit
+    # Small sizes and a standard scaler keep the suite fast; every other knob is sampled at random.
+    sizes = {"n_estimators": 50, "max_leaf_nodes": 8, "num_leaves": 8, "width": 32}
+    fixed = {"encoder": encoder, "scaler": "standard",
+             **{f"model.{spec.key}.{name}": value for name, value in sizes.items()}}
+    trial, pipeline = sample([spec], profile, seed=len(spec.key) + len(encoder), fixed=fixed)
+    train, test = np.arange(0, len(y), 2), np.arange(1, len(y), 2)
+    pipeline.fit(X.iloc[train], y[train])
+    proba = pipeline.predict_proba(X.iloc[test])
+    assert proba.shape == (len(test), 2)
+    assert np.isfinite(proba).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+    assert (proba >= 0).all()
+    np.testing.assert_array_equal(pipeline.classes_, [0, 1])
+    # The probabilities depend on the row (a random configuration may learn little, but not nothing).
+    assert proba[:, 1].std() > 0
+    assert trial.params["model"] == spec.key
+    assert trial.params["encoder"] == encoder
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=[s.key for s in REGISTRY])
+def test_conformance_parameter_names(spec, credit):
+    _, _, profile = credit
+    for seed in range(3):
+        trial, _ = sample([spec], profile, seed)
+        model_knobs = [n for n in trial.params if n.startswith("model.")]
+        assert model_knobs, f"{spec.key} suggests no hyperparameter"
+        for name in trial.params:
+            assert name in ROOT_KNOBS or re.fullmatch(rf"model\.{spec.key}\.\w+", name) or (
+                name == "encoder.onehot.min_frequency"
+            ), name
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=[s.key for s in REGISTRY])
+def test_conformance_log_scale_for_multiplicative_knobs(spec, credit):
+    _, _, profile = credit
+    trial, _ = sample([spec], profile, seed=0, fixed={"encoder": "onehot"})
+    numeric = {n: d for n, d in trial.distributions.items()
+               if isinstance(d, (IntDistribution, FloatDistribution))}
+    assert numeric
+    for name, distribution in numeric.items():
+        knob = name.rsplit(".", 1)[-1]
+        if knob in LOG_KNOBS:
+            assert distribution.log, f"{name} must be sampled on a log scale"
+        else:
+            assert knob in LINEAR_KNOBS, f"{name} is neither a known log nor linear knob"
+        assert distribution.low < distribution.high, name
+    for name, distribution in trial.distributions.items():
+        if isinstance(distribution, CategoricalDistribution):
+            # Typed values, never the strings "None", "True" or "False".
+            assert not {"None", "True", "False"} & {str(c) for c in distribution.choices if isinstance(c, str)}
+
+
+def test_log_knobs_cover_known_multiplicative_parameters(credit):
+    _, _, profile = credit
+    seen = {}
+    for spec in REGISTRY:
+        trial, _ = sample([spec], profile, seed=1, fixed={"encoder": "onehot"})
+        seen.update(trial.distributions)
+    expected_log = ["model.hgb.learning_rate", "model.logreg.C", "model.svc.C", "model.mlp.alpha",
+                    "model.knn.n_neighbors", "model.rf.min_samples_leaf", "model.hgb.min_samples_leaf",
+                    "model.rf.n_estimators", "model.svc.gamma", "encoder.onehot.min_frequency"]
+    for name in expected_log:
+        assert seen[name].log, name
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=[s.key for s in REGISTRY])
+def test_conformance_spec_fields(spec):
+    assert re.fullmatch(r"[a-z][a-z0-9_]*", spec.key)
+    assert spec.name
+    assert spec.is_available()
+    for config in spec.default_params:
+        assert config["model"] == spec.key
+        assert all(k == "model" or k.startswith(f"model.{spec.key}.") for k in config)
+
+
+def test_registry_order_and_keys():
+    assert [s.key for s in REGISTRY] == ["hgb", "lgbm", "rf", "et", "logreg", "xgb", "knn", "mlp", "svc"]
+    assert len({s.key for s in DEFAULT_COMPONENTS}) == len(DEFAULT_COMPONENTS)
+
+
+# ---- the registry's rules --------------------------------------------------------------------------
+def test_duplicate_key_raises_naming_both():
+    mine = spec_named("rf", name="MyForest")
+    with pytest.raises(ValueError, match="Duplicate component key 'rf'") as info:
+        resolve_components(extra=[mine])
+    assert "'RandomForest'" in str(info.value) and "'MyForest'" in str(info.value)
+
+
+def test_duplicate_key_among_extras_raises():
+    with pytest.raises(ValueError, match="'First' and 'Second'"):
+        resolve_components(extra=[spec_named("nb", name="First"), spec_named("nb", name="Second")])
+
+
+def test_unknown_include_key_lists_valid_keys():
+    with pytest.raises(ValueError, match=r"Unknown component key\(s\) \['forest'\]") as info:
+        resolve_components(include=["rf", "forest"])
+    for spec in REGISTRY:
+        assert repr(spec.key) in str(info.value)
+
+
+def test_include_keeps_registry_order():
+    assert [s.key for s in resolve_components(include=["svc", "logreg", "hgb"])] == ["hgb", "logreg", "svc"]
+
+
+def test_missing_package_is_named():
+    ghost = spec_named("ghost", requires="a_package_that_is_not_installed")
+    assert [s.key for s in resolve_components(extra=[ghost])][-1] != "ghost"
+    with pytest.raises(ValueError, match="a_package_that_is_not_installed"):
+        resolve_components(include=["ghost"], extra=[ghost])
+
+
+@pytest.mark.parametrize("n_samples, svc_offered", [(4_999, True), (5_000, True), (5_001, False)])
+def test_max_rows_filters_svc(credit, n_samples, svc_offered):
+    profile = dataclasses.replace(credit[2], n_samples=n_samples)
+    keys = [s.key for s in resolve_components(profile=profile)]
+    assert ("svc" in keys) == svc_offered
+    assert "knn" in keys and "mlp" in keys
+
+
+def test_max_rows_filters_knn_and_mlp(credit):
+    keys = [s.key for s in resolve_components(profile=dataclasses.replace(credit[2], n_samples=60_000))]
+    assert "knn" not in keys and "svc" not in keys and "mlp" in keys
+    keys = [s.key for s in resolve_components(profile=dataclasses.replace(credit[2], n_samples=200_000))]
+    assert keys == ["hgb", "lgbm", "rf", "et", "logreg", "xgb"]
+
+
+def test_nothing_left_raises(credit):
+    profile = dataclasses.replace(credit[2], n_samples=10_000)
+    with pytest.raises(ValueError, match="No model family is left"):
+        resolve_components(include=["svc"], profile=profile)
+
+
+def test_knn_neighbourhood_bound_follows_the_data(credit):
+    profile = dataclasses.replace(credit[2], n_samples=150)
+    trial, _ = sample(resolve_components(include=["knn"]), profile, seed=0)
+    assert trial.distributions["model.knn.n_neighbors"].high == 15
+
+
+# ---- a user family is searchable ---------------------------------------------------------------
+def _suggest_nb(trial, profile, prefix):
+    return {"var_smoothing": trial.suggest_float(f"{prefix}.var_smoothing", 1e-12, 1e-3, log=True)}
+
+
+def _build_nb(params, random_state):
+    return GaussianNB(**params)
+
+
+GAUSSIAN_NB = ComponentSpec("gnb", "GaussianNB", _suggest_nb, _build_nb)
+
+
+def test_user_spec_is_searchable(credit, tmp_path):
+    X, y, profile = credit
+    specs = resolve_components(include=["gnb", "knn"], extra=[GAUSSIAN_NB], profile=profile)
+    assert [s.key for s in specs] == ["knn", "gnb"]
+    folds = [(np.arange(len(y))[np.arange(len(y)) % 3 != k], np.arange(len(y))[np.arange(len(y)) % 3 == k])
+             for k in range(3)]
+    objective = CVObjective(X, y, folds, profile, specs, get_metric("roc_auc", 2), tmp_path, random_state=0)
+    study = optuna.create_study(direction="maximize", sampler=RandomSampler(seed=0))
+    study.enqueue_trial({"model": "gnb", "encoder": "onehot"})
+    study.optimize(objective, n_trials=4)
+    nb_trials = [t for t in study.trials if t.params["model"] == "gnb"]
+    assert nb_trials
+    for trial in nb_trials:
+        assert trial.state == optuna.trial.TrialState.COMPLETE
+        assert 1e-12 <= trial.params["model.gnb.var_smoothing"] <= 1e-3
+        assert trial.distributions["model.gnb.var_smoothing"].log
+        assert "scaler" not in trial.params  # needs_scaling defaults to False
+        assert "imputer.numeric" in trial.params  # handles_missing defaults to False
+        assert 0.6 < trial.value <= 1.0
+        assert (tmp_path / f"trial_{trial.number}.npy").exists()
+
+
+class _Doubler(ClassifierMixin, BaseEstimator):
+    """A spec's build may return any classifier; this one is GaussianNB under another name."""
+
+    def fit(self, X, y):
+        self.model_ = GaussianNB().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+
+def test_user_spec_flags_shape_the_pipeline(credit):
+    _, _, profile = credit
+    spec = ComponentSpec("dbl", "Doubler", lambda t, p, prefix: {}, lambda params, rs: _Doubler(),
+                         needs_scaling=True, handles_missing=True)
+    trial, pipeline = sample([spec], profile, seed=0, fixed={"encoder": "target"})
+    assert "scaler" in trial.params
+    assert not any(name.startswith("imputer") for name in trial.params)
+    assert isinstance(pipeline.named_steps["model"], _Doubler)

@@ -1,0 +1,404 @@
+"""Tests of automl.tracking against a real MLflow server and a real SQLite store (no mocks)."""
+
+import json
+import logging
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from sklearn.compose import make_column_transformer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+
+from automl.tracking import MLflowTracker, NullTracker, TrialLogger, _batches, make_tracker
+
+mlflow = pytest.importorskip("mlflow")
+from mlflow.tracking import MlflowClient  # noqa: E402  (after the skip)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+N_FOLDS = 3
+N_TRIALS = 5
+PRUNED_TRIAL = 2
+FAILED_TRIAL = 3
+LONG_VALUE = "x" * 7000  # longer than MLflow's 6000-character limit on a param value
+PARENT_PARAMS = {"n_rows": 40, "metric": "accuracy", "versions": {"scikit-learn": "1.9"}}
+PARENT_TAGS = {"task": "binary", "mlflow.runName": "fit-under-test"}
+
+# Run in a fresh interpreter: unpickle a TrialLogger, wait until every sibling process is ready (so
+# they really write at the same time), log `count` trials numbered from `first`, report as JSON.
+CHILD_SCRIPT = r"""
+import json, pickle, sys, time
+from pathlib import Path
+import optuna
+import mlflow.tracking  # imported before the barrier so that the writes, not the imports, overlap
+
+logger_path, first, count, barrier, n_processes = sys.argv[1:6]
+logger = pickle.loads(Path(logger_path).read_bytes())
+Path(barrier, first).touch()
+deadline = time.monotonic() + 60
+while len(list(Path(barrier).iterdir())) < int(n_processes) and time.monotonic() < deadline:
+    time.sleep(0.01)
+for number in range(int(first), int(first) + int(count)):
+    trial = optuna.trial.create_trial(
+        value=0.5,
+        params={"model": "hgb"},
+        distributions={"model": optuna.distributions.CategoricalDistribution(["hgb"])},
+        user_attrs={"family": "hgb", "fold_scores": [0.4, 0.6], "mean_score": 0.5, "std_score": 0.1},
+        intermediate_values={0: 0.4, 1: 0.5},
+    )
+    trial.number = number
+    logger(None, trial)
+print(json.dumps({"n_failures": logger.n_failures, "seconds": logger.seconds}))
+"""
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_health(uri, process, log_path, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"mlflow server exited:\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"mlflow server did not answer /health in {timeout} s:\n{log_path.read_text()[-3000:]}")
+
+
+def _stop_process_group(process):
+    # The server runs uvicorn in a child process; both are in the group started for them.
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """URI of a real `mlflow server` on 127.0.0.1: SQLite backend, artifacts proxied to tmp_path."""
+    root = tmp_path_factory.mktemp("mlflow_server")
+    port = _free_port()
+    command = [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+        "--artifacts-destination", str(root / "artifacts"),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", "1",
+    ]
+    # The job runner serves GenAI features these tests do not use, and it starts eight processes.
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    log_path = root / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        try:
+            uri = f"http://127.0.0.1:{port}"
+            _wait_for_health(uri, process, log_path)
+            yield uri
+        finally:
+            _stop_process_group(process)
+
+
+def _objective(trial):
+    """Follow the trial contract of automl.objective on made-up fold scores."""
+    family = trial.suggest_categorical("model", ["hgb", "logreg"])
+    trial.suggest_categorical("imputer.numeric", ["mean", "median", None])
+    trial.suggest_float(f"model.{family}.learning_rate", 0.01, 0.3, log=True)
+    trial.suggest_categorical("encoder.note", [LONG_VALUE])
+    trial.set_user_attr("family", family)
+    scores = []
+    for fold in range(N_FOLDS):
+        if trial.number == FAILED_TRIAL and fold == 1:
+            trial.set_user_attr("error", "ValueError: fold 1 could not be fit")
+            raise ValueError("fold 1 could not be fit")
+        scores.append(0.5 + 0.1 * fold + 0.01 * trial.number)
+        trial.set_user_attr("fold_scores", list(scores))
+        trial.report(float(np.mean(scores)), fold)
+        if trial.number == PRUNED_TRIAL and fold == 1:
+            raise optuna.TrialPruned()
+    trial.set_user_attr("mean_score", float(np.mean(scores)))
+    trial.set_user_attr("std_score", float(np.std(scores)))
+    return float(np.mean(scores))
+
+
+@pytest.fixture(scope="module")
+def tracked_study(mlflow_server):
+    """A fit's parent run and a 5-trial study (3 complete, 1 pruned, 1 failed) logged under it."""
+    tracker = MLflowTracker(mlflow_server, "automl-test")
+    assert tracker.start_fit(PARENT_PARAMS, PARENT_TAGS) is not None
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(
+        _objective, n_trials=N_TRIALS, callbacks=[tracker.trial_logger()], catch=(ValueError,)
+    )
+    return tracker, study
+
+
+@pytest.fixture(scope="module")
+def client(mlflow_server):
+    return MlflowClient(mlflow_server)
+
+
+def _trial_runs(client, tracker):
+    runs = client.search_runs(
+        [tracker.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{tracker.parent_run_id}'",
+        max_results=1000,
+    )
+    return {int(run.data.tags["trial_number"]): run for run in runs}
+
+
+def _child(logger_path, first, count, barrier, n_processes):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    args = [str(logger_path), str(first), str(count), str(barrier), str(n_processes)]
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD_SCRIPT, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+
+
+def _finish(child):
+    stdout, stderr = child.communicate(timeout=120)
+    assert child.returncode == 0, stderr[-3000:]
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_start_fit_logs_the_parent_run(tracked_study, client):
+    tracker, _ = tracked_study
+    run = client.get_run(tracker.parent_run_id)
+    assert client.get_experiment(run.info.experiment_id).name == "automl-test"
+    assert run.info.run_name == "fit-under-test"
+    assert run.data.params == {
+        "n_rows": "40", "metric": "accuracy", "versions.scikit-learn": "1.9"
+    }
+    assert run.data.tags["task"] == "binary"
+    assert run.info.status == "RUNNING"
+    assert tracker.n_failures == 0
+    assert tracker.seconds > 0
+
+
+def test_each_trial_is_a_nested_run_with_its_contract(tracked_study, client):
+    tracker, study = tracked_study
+    runs = _trial_runs(client, tracker)
+    assert sorted(runs) == list(range(N_TRIALS))
+    for trial in study.trials:
+        run = runs[trial.number]
+        assert run.info.run_name == f"trial-{trial.number}"
+        assert run.data.tags["state"] == trial.state.name
+        assert run.data.tags["family"] == trial.user_attrs["family"]
+        assert run.data.params == {key: str(value)[:6000] for key, value in trial.params.items()}
+        history = client.get_metric_history(run.info.run_id, "fold_score")
+        assert sorted((m.step, m.value) for m in history) == list(
+            enumerate(trial.user_attrs["fold_scores"])
+        )
+        history = client.get_metric_history(run.info.run_id, "running_mean")
+        assert sorted((m.step, m.value) for m in history) == sorted(
+            trial.intermediate_values.items()
+        )
+        assert run.data.metrics["duration_seconds"] == pytest.approx(
+            trial.duration.total_seconds()
+        )
+        assert run.info.end_time is not None
+
+
+def test_trial_runs_carry_state_status_and_error(tracked_study, client):
+    tracker, study = tracked_study
+    runs = _trial_runs(client, tracker)
+    states = {trial.number: trial.state for trial in study.trials}
+    assert states[PRUNED_TRIAL] == optuna.trial.TrialState.PRUNED
+    assert states[FAILED_TRIAL] == optuna.trial.TrialState.FAIL
+    for number, run in runs.items():
+        complete = states[number] == optuna.trial.TrialState.COMPLETE
+        assert run.info.status == ("FAILED" if number == FAILED_TRIAL else "FINISHED")
+        assert ("mean_score" in run.data.metrics) == complete
+        assert ("std_score" in run.data.metrics) == complete
+        assert ("error" in run.data.tags) == (number == FAILED_TRIAL)
+    assert runs[FAILED_TRIAL].data.tags["error"] == "ValueError: fold 1 could not be fit"
+    assert len(runs[0].data.params["encoder.note"]) == 6000
+
+
+def test_trial_logger_pickles_and_logs_from_another_process(tracked_study, client, tmp_path):
+    tracker, _ = tracked_study
+    logger = tracker.trial_logger()
+    copy = pickle.loads(pickle.dumps(logger))
+    assert (copy.tracking_uri, copy.experiment_id, copy.parent_run_id) == (
+        logger.tracking_uri, logger.experiment_id, logger.parent_run_id
+    )
+    logger_path = tmp_path / "logger.pkl"
+    logger_path.write_bytes(pickle.dumps(logger))
+    (tmp_path / "barrier").mkdir()
+    report = _finish(_child(logger_path, 100, 1, tmp_path / "barrier", 1))
+    assert report["n_failures"] == 0
+    assert report["seconds"] > 0
+    run = _trial_runs(client, tracker)[100]
+    assert run.info.run_name == "trial-100"
+    assert run.data.params == {"model": "hgb"}
+    assert run.data.tags["state"] == "COMPLETE"
+
+
+def _tiny_fitted_pipeline():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({
+        "num": rng.normal(size=40),
+        "count": rng.integers(0, 5, size=40),
+        "color": rng.choice(["red", "blue", None], size=40),
+    })
+    X.loc[[1, 7], "num"] = np.nan
+    y = np.where(X["num"].fillna(0) > 0, "yes", "no")
+    pipeline = make_pipeline(
+        make_column_transformer(
+            (SimpleImputer(), ["num", "count"]),
+            (make_pipeline(
+                SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")
+            ), ["color"]),
+        ),
+        LogisticRegression(),
+    )
+    return pipeline.fit(X, y), X, y
+
+
+def test_log_fit_results_logs_artifacts_metrics_and_a_loadable_model(
+    tracked_study, client, mlflow_server, tmp_path, monkeypatch
+):
+    tracker, study = tracked_study
+    model, X, y = _tiny_fitted_pipeline()
+    leaderboard = pd.DataFrame(
+        {"trial": [t.number for t in study.trials], "state": [t.state.name for t in study.trials]}
+    )
+    global_before = (mlflow.is_tracking_uri_set(), os.environ.get("MLFLOW_TRACKING_URI"))
+    tracker.log_fit_results(
+        leaderboard=leaderboard,
+        ensemble_weights={0: 0.75, 4: np.float64(0.25)},
+        metrics={"best_mean_score": 0.64, "holdout_accuracy": 0.9},
+        model=model,
+        input_example=X.head(5),
+    )
+    tracker.end_fit()
+    assert tracker.n_failures == 0
+    assert (mlflow.is_tracking_uri_set(), os.environ.get("MLFLOW_TRACKING_URI")) == global_before
+
+    run_id = tracker.parent_run_id
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics == {"best_mean_score": 0.64, "holdout_accuracy": 0.9}
+    assert run.data.tags["automl.model_uri"] == tracker.model_uri
+    csv = client.download_artifacts(run_id, "leaderboard.csv", str(tmp_path))
+    pd.testing.assert_frame_equal(pd.read_csv(csv), leaderboard)
+    weights = client.download_artifacts(run_id, "ensemble_weights.json", str(tmp_path))
+    assert json.loads(Path(weights).read_text()) == {"0": 0.75, "4": 0.25}
+
+    # As a user would: the server in MLFLOW_TRACKING_URI, the model by its models:/ URI.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    loaded = mlflow.pyfunc.load_model(tracker.model_uri)
+    assert loaded.metadata.signature is not None
+    served = X.astype({"count": "float64"})
+    served.loc[0, "count"] = np.nan  # integer in the example, missing when served
+    predictions = loaded.predict(served)
+    assert len(predictions) == len(X)
+    assert set(predictions) <= set(y)
+
+
+def test_default_store_takes_two_processes_logging_at_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    tracker = make_tracker(True, None, "automl")
+    assert tracker.tracking_uri == "sqlite:///" + (tmp_path / "mlflow.db").resolve().as_posix()
+    assert tracker.start_fit({"n_rows": 1}, {}) is not None
+    logger_path = tmp_path / "logger.pkl"
+    logger_path.write_bytes(pickle.dumps(tracker.trial_logger()))
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    children = [_child(logger_path, first, 10, barrier, 2) for first in (0, 10)]
+    reports = [_finish(child) for child in children]
+    assert [report["n_failures"] for report in reports] == [0, 0]
+
+    client = MlflowClient(tracker.tracking_uri)
+    runs = _trial_runs(client, tracker)
+    assert sorted(runs) == list(range(20))
+    assert {run.info.status for run in runs.values()} == {"FINISHED"}
+    tracker.end_fit()
+    assert client.get_run(tracker.parent_run_id).info.status == "FINISHED"
+
+
+def test_unreachable_server_is_counted_and_warned_once_not_raised(caplog):
+    uri = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    trial = optuna.trial.create_trial(value=0.5, user_attrs={"fold_scores": [0.5]})
+    start = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="automl.tracking"):
+        tracker = MLflowTracker(uri)
+        assert tracker.start_fit({"n_rows": 1}, {}) is None
+        assert tracker.trial_logger() is None
+        tracker.log_fit_results(
+            leaderboard=pd.DataFrame(), ensemble_weights={}, metrics={}, model=None,
+            input_example=None,
+        )
+        tracker.end_fit()
+        logger = TrialLogger(uri, "1", "0123456789abcdef")
+        logger(None, trial)
+        logger(None, trial)
+    assert time.perf_counter() - start < 30  # not MLflow's minutes of retries
+    assert tracker.n_failures == 1
+    assert logger.n_failures == 2
+    assert len(caplog.records) == 2  # once per object, not once per failure
+
+
+def test_null_tracker_does_nothing():
+    tracker = make_tracker(False, None, "automl")
+    assert isinstance(tracker, NullTracker)
+    assert tracker.start_fit({"n_rows": 1}, {"task": "binary"}) is None
+    assert tracker.trial_logger() is None
+    tracker.log_fit_results(
+        leaderboard=pd.DataFrame(), ensemble_weights={}, metrics={}, model=None, input_example=None
+    )
+    tracker.end_fit()
+    assert (tracker.parent_run_id, tracker.seconds, tracker.n_failures) == (None, 0.0, 0)
+
+
+def test_batches_respect_mlflow_request_limits():
+    metrics, params = list(range(1500)), list(range(250))
+    batches = list(_batches(metrics, params))
+    assert all(len(p) <= 100 and len(m) + len(p) <= 1000 for m, p in batches)
+    assert [x for m, _ in batches for x in m] == metrics
+    assert [x for _, p in batches for x in p] == params
+    assert len(list(_batches(metrics[:10], params[:20]))) == 1
+
+
+def test_importing_tracking_does_not_import_mlflow():
+    code = (
+        "import sys\n"
+        "import automl.tracking as tracking\n"
+        "assert 'mlflow' not in sys.modules, 'import automl.tracking imported mlflow'\n"
+        "tracking.make_tracker(False, None, 'automl').start_fit({}, {})\n"
+        "tracking.make_tracker(True, 'sqlite:///unused.db', 'automl')\n"
+        "assert 'mlflow' not in sys.modules, 'making a tracker imported mlflow'\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
