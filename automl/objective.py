@@ -77,13 +77,28 @@ class CVObjective:
         self.oof_dir, self.deadline, self.random_state = oof_dir, deadline, random_state
 
     def __call__(self, trial):
+        try:
+            return self._score(trial)
+        except optuna.TrialPruned:
+            raise
+        except Exception as exc:
+            # Optuna logs the traceback; the attribute carries the reason to the leaderboard and MLflow.
+            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:1000])
+            raise
+
+    def _score(self, trial):
         pipeline = suggest_pipeline(trial, self.profile, self.specs, self.random_state)
         trial.set_user_attr("family", trial.params["model"])
         oof = np.zeros((len(self.y), self.profile.n_classes), dtype=np.float64)
         scores, started = [], time.time()
         for fold, (train, test) in enumerate(self.folds):
             self._stop_if_out_of_time(trial, started, fold)
-            oof[test] = self._fit_fold(trial, pipeline, train, test)
+            with warnings.catch_warnings():
+                # Convergence and similar warnings of a sampled configuration are the search's
+                # business, reflected in its score; printing them per fold buries the progress line.
+                warnings.simplefilter("ignore")
+                model = clone(pipeline).fit(self.X.iloc[train], self.y[train])
+                oof[test] = aligned_proba(model, self.X.iloc[test], self.profile.n_classes)
             scores.append(self.metric(self.y[test], oof[test]))
             trial.set_user_attr("fold_scores", scores)
             trial.report(float(np.mean(scores)), step=fold + 1)
@@ -93,18 +108,6 @@ class CVObjective:
         trial.set_user_attr("mean_score", float(np.mean(scores)))
         trial.set_user_attr("std_score", float(np.std(scores)))
         return float(np.mean(scores))
-
-    def _fit_fold(self, trial, pipeline, train, test):
-        try:
-            with warnings.catch_warnings():
-                # Convergence and similar warnings of a sampled configuration are the search's
-                # business, reflected in its score; printing them per fold buries the progress line.
-                warnings.simplefilter("ignore")
-                model = clone(pipeline).fit(self.X.iloc[train], self.y[train])
-                return aligned_proba(model, self.X.iloc[test], self.profile.n_classes)
-        except Exception as exc:
-            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:1000])
-            raise
 
     def _stop_if_out_of_time(self, trial, started, fold):
         if self.deadline is None:

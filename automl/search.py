@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import optuna
-from joblib.externals.loky import ProcessPoolExecutor
+from joblib.externals.loky import get_reusable_executor
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
@@ -196,12 +196,12 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace):
     timeout = None if deadline is None else max(1.0, deadline - time.time() + grace)
     # One clock for all workers. (joblib's Parallel timeout restarts for each task it waits on, so
     # a runaway trial in the second worker outlived the deadline by a whole budget.)
-    executor = ProcessPoolExecutor(max_workers=len(tasks))
+    executor = get_reusable_executor(max_workers=len(tasks))
     futures = [executor.submit(_work, *task) for task in tasks]
     done, busy = concurrent.futures.wait(futures, timeout=timeout)
-    executor.shutdown(wait=True, kill_workers=bool(busy))
     killed = 0
     if busy:
+        executor.shutdown(wait=True, kill_workers=True)
         logger.warning("Stopped %d search worker(s) %.0f s after the search deadline.", len(busy), grace)
         killed = _fail_running(optuna.storages.get_storage(storage), study_name)
     return [future.result() for future in done], killed

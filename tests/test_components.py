@@ -125,7 +125,8 @@ def test_conformance_log_scale_for_multiplicative_knobs(spec, credit):
     for name, distribution in trial.distributions.items():
         if isinstance(distribution, CategoricalDistribution):
             # Typed values, never the strings "None", "True" or "False".
-            assert not {"None", "True", "False"} & {str(c) for c in distribution.choices if isinstance(c, str)}
+            strings = {c for c in distribution.choices if isinstance(c, str)}
+            assert not {"None", "True", "False"} & strings, name
 
 
 def test_log_knobs_cover_known_multiplicative_parameters(credit):

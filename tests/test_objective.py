@@ -45,7 +45,9 @@ def make_objective(credit, oof_dir, specs=None, metric="roc_auc", deadline=None)
 
 
 def run(objective, n_trials, pruner=None, direction="maximize", seed=0, enqueue=()):
-    study = optuna.create_study(direction=direction, sampler=RandomSampler(seed=seed), pruner=pruner or NopPruner())
+    study = optuna.create_study(
+        direction=direction, sampler=RandomSampler(seed=seed), pruner=pruner or NopPruner()
+    )
     for params in enqueue:
         study.enqueue_trial(params)
     study.optimize(objective, n_trials=n_trials, catch=(Exception,))
@@ -88,9 +90,9 @@ def test_intermediate_values_are_running_means(credit, tmp_path):
 def test_oof_equals_a_manual_cross_validation(credit, tmp_path):
     X, y, profile, folds = credit
     specs = resolve_components(include=["logreg"])
-    config = {"model": "logreg", "model.logreg.C": 0.5, "encoder": "onehot", "encoder.onehot.min_frequency": 0.01,
-              "scaler": "standard", "imputer.numeric": "median", "imputer.numeric.add_indicator": True,
-              "imputer.categorical": "most_frequent"}
+    config = {"model": "logreg", "model.logreg.C": 0.5, "encoder": "onehot",
+              "encoder.onehot.min_frequency": 0.01, "scaler": "standard", "imputer.numeric": "median",
+              "imputer.numeric.add_indicator": True, "imputer.categorical": "most_frequent"}
     study = run(make_objective(credit, tmp_path, specs), n_trials=1, enqueue=[config])
     oof = np.load(oof_path(tmp_path, 0))
     expected = np.zeros_like(oof)
@@ -144,7 +146,9 @@ class Exploding(ClassifierMixin, BaseEstimator):
         raise ValueError("exploded on purpose")
 
 
-BOOM = ComponentSpec("boom", "Boom", lambda trial, profile, prefix: {}, lambda params, random_state: Exploding())
+BOOM = ComponentSpec(
+    "boom", "Boom", lambda trial, profile, prefix: {}, lambda params, random_state: Exploding()
+)
 
 
 def test_failing_fit_records_error_and_fails_the_trial(credit, tmp_path):
