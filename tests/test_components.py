@@ -16,7 +16,6 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.samplers import RandomSampler
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.naive_bayes import GaussianNB
-from threadpoolctl import threadpool_limits
 
 from automl.components import DEFAULT_COMPONENTS, ComponentSpec, resolve_components
 from automl.objective import CVObjective
@@ -24,14 +23,8 @@ from automl.scoring import get_metric
 from automl.search_space import suggest_pipeline
 from automl.validation import check_training_data
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Fits run on one thread: the suite stays fast on a busy machine."""
-    with threadpool_limits(limits=1):
-        yield
 
 REGISTRY = resolve_components()
 # Knobs that may be sampled on a linear scale: bounded fractions and small counts.

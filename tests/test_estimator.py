@@ -137,3 +137,13 @@ def test_unknown_family_lists_valid_keys(credit_g):
 def test_clone_keeps_params():
     model = AutoClassifier(**TINY)
     assert clone(model).get_params() == model.get_params()
+
+
+def test_unseen_category_and_missing_column_at_predict(credit_g):
+    X, y, X_test, _ = credit_g
+    model = AutoClassifier(**dict(TINY, include=["logreg", "hgb"], n_trials=4, cv=3)).fit(X, y)
+    unseen = X_test.head(5).assign(purpose="time machine", checking_status="never seen")
+    proba = model.predict_proba(unseen)
+    assert proba.shape == (5, 2) and np.isfinite(proba).all()
+    with pytest.raises(ValueError, match="credit_amount"):
+        model.predict(X_test.drop(columns=["credit_amount"]))

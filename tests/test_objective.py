@@ -11,8 +11,6 @@ from optuna.samplers import RandomSampler
 from optuna.trial import TrialState
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
-from threadpoolctl import threadpool_limits
 
 from automl.components import ComponentSpec, resolve_components
 from automl.objective import CVObjective, aligned_proba, oof_path
@@ -20,22 +18,11 @@ from automl.scoring import get_metric
 from automl.search_space import rebuild
 from automl.validation import check_training_data
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
 N_FOLDS = 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    with threadpool_limits(limits=1):
-        yield
 
 
-@pytest.fixture(scope="module")
-def credit(shared_data):
-    frame = pd.read_csv(shared_data / "credit-approval.csv")
-    X, y, _, profile = check_training_data(frame.drop(columns="class"), frame["class"], n_folds=N_FOLDS)
-    folds = list(StratifiedKFold(n_splits=N_FOLDS, shuffle=True, random_state=0).split(X, y))
-    return X, y, profile, folds
 
 
 def make_objective(credit, oof_dir, specs=None, metric="roc_auc", deadline=None):

@@ -130,3 +130,27 @@ def test_explicit_name_overrides_default():
 def test_accepts_lists():
     metric = get_metric("accuracy", 2)
     assert metric(Y_BINARY.tolist(), P_BINARY.tolist()) == pytest.approx(4 / 6)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+@pytest.mark.parametrize("seed", range(5))
+def test_fast_metrics_equal_sklearn_on_random_cases_with_ties(n_classes, seed):
+    """Our numpy metrics are sklearn's formulas without the input checks: same values, ties included."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, 300)
+    y[:n_classes] = np.arange(n_classes)
+    # Rounded scores force many ties, the case rank-based AUC must average.
+    proba = rng.dirichlet(np.ones(n_classes), 300).round(1) + 1e-3
+    proba /= proba.sum(axis=1, keepdims=True)
+    predicted = proba.argmax(axis=1)
+    auc = (skm.roc_auc_score(y, proba[:, 1]) if n_classes == 2
+           else skm.roc_auc_score(y, proba, multi_class="ovr"))
+    expected = {
+        "roc_auc": auc,
+        "log_loss": skm.log_loss(y, proba, labels=np.arange(n_classes)),
+        "accuracy": skm.accuracy_score(y, predicted),
+        "balanced_accuracy": skm.balanced_accuracy_score(y, predicted),
+        "f1": skm.f1_score(y, predicted, average="binary" if n_classes == 2 else "macro"),
+    }
+    for name, value in expected.items():
+        assert get_metric(name, n_classes)(y, proba) == pytest.approx(value, rel=1e-9, abs=1e-12), name

@@ -6,13 +6,10 @@ import time
 
 import numpy as np
 import optuna
-import pandas as pd
 import pytest
 from optuna.distributions import FloatDistribution
 from optuna.storages.journal import JournalStorage
 from optuna.trial import TrialState, create_trial
-from sklearn.model_selection import StratifiedKFold
-from threadpoolctl import threadpool_limits
 
 from automl.components import resolve_components
 from automl.objective import CVObjective
@@ -21,25 +18,13 @@ from automl.search import (
     ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, run_search,
 )
 from automl.search_space import portfolio
-from automl.validation import check_training_data
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
 N_FOLDS = 3
 STARTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    with threadpool_limits(limits=1):
-        yield
 
 
-@pytest.fixture(scope="module")
-def credit(shared_data):
-    frame = pd.read_csv(shared_data / "credit-approval.csv")
-    X, y, _, profile = check_training_data(frame.drop(columns="class"), frame["class"], n_folds=N_FOLDS)
-    folds = list(StratifiedKFold(n_splits=N_FOLDS, shuffle=True, random_state=0).split(X, y))
-    return X, y, profile, folds
 
 
 def new_study(tmp_path, specs=(), direction="maximize", name="automl"):

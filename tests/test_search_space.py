@@ -8,20 +8,13 @@ from optuna.samplers import RandomSampler
 from optuna.trial import FixedTrial
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
-from threadpoolctl import threadpool_limits
 
 from automl.components import resolve_components
 from automl.search_space import MAX_NATIVE_CARDINALITY, SCALERS, portfolio, rebuild, suggest_pipeline
 from automl.validation import check_training_data
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Fits run on one thread: the suite stays fast on a busy machine."""
-    with threadpool_limits(limits=1):
-        yield
 
 SPECS = resolve_components()
 SCALED = {s.key for s in SPECS if s.needs_scaling}
