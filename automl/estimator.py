@@ -25,6 +25,7 @@ from .ensemble import WeightedEnsembleClassifier
 from .ensemble_selection import EnsembleSelection
 from .exceptions import NoSuccessfulTrialsError
 from .objective import CVObjective
+from .persistence import package_versions
 from .scoring import get_metric
 from .search import (
     ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
@@ -205,7 +206,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         seed = self._seed()
         folds = self._make_folds(X_clean, y_enc, seed)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
-        self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), _versions())
+        versions = {f"{name}_version": v for name, v in package_versions().items()}
+        self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), versions)
         try:
             fallback = _fit_fallback(X_clean, y_enc, self.profile_, seed)
             with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
@@ -450,12 +452,3 @@ def _head(X, n=5):
     import pandas as pd
 
     return X.head(n) if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)[:n]).add_prefix("x")
-
-
-def _versions():
-    import sklearn
-
-    from . import __version__
-
-    return {"automl_version": __version__, "sklearn_version": sklearn.__version__,
-            "optuna_version": optuna.__version__, "numpy_version": np.__version__}

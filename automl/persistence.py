@@ -22,16 +22,35 @@ class InconsistentVersionWarning(UserWarning):
     """The model was saved under other versions of automl or its dependencies."""
 
 
-def _versions():
-    import numpy
-    import optuna
-    import pandas
-    import sklearn
+# The packages a fitted model's pickle depends on; absent optional ones are left out.
+RUNTIME_PACKAGES = ("scikit-learn", "pandas", "numpy", "scipy", "optuna", "cloudpickle", "skops",
+                    "lightgbm", "xgboost")
+
+
+def package_versions(packages=RUNTIME_PACKAGES):
+    """Installed versions of ``packages`` (absent ones omitted), plus automl's own.
+
+    Parameters
+    ----------
+    packages : sequence of str, default=RUNTIME_PACKAGES
+        Distribution names as pip knows them.
+
+    Returns
+    -------
+    versions : dict of str -> str
+        ``{"automl": "0.1.0", "scikit-learn": "1.9.1", ...}``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
 
     from . import __version__
 
-    return {"automl": __version__, "scikit-learn": sklearn.__version__, "optuna": optuna.__version__,
-            "pandas": pandas.__version__, "numpy": numpy.__version__}
+    versions = {"automl": __version__}
+    for package in packages:
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return versions
 
 
 def save(model, path):
@@ -54,7 +73,7 @@ def save(model, path):
     profile = model.profile_
     manifest = {
         "format_version": FORMAT_VERSION,
-        "versions": _versions(),
+        "versions": package_versions(),
         "features": {c: profile.kinds[c] for c in profile.input_columns},
         "categories": {c: list(v) for c, v in profile.categories.items()},
         "classes": [str(c) for c in model.classes_],
@@ -95,7 +114,8 @@ def load(path):
             f"{path} holds a model of format version {manifest.get('format_version')!r}; this release "
             f"of automl reads format {FORMAT_VERSION}. Load it with the automl version that saved it."
         )
-    drift = {k: (v, _versions().get(k)) for k, v in manifest["versions"].items() if _versions().get(k) != v}
+    installed = package_versions()
+    drift = {k: (v, installed.get(k)) for k, v in manifest["versions"].items() if installed.get(k) != v}
     if drift:
         warnings.warn(f"Model saved with other versions (saved, installed): {drift}",
                       InconsistentVersionWarning, stacklevel=2)

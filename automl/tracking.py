@@ -364,7 +364,6 @@ class MLflowTracker(_MlflowCaller):
         client = self._mlflow()
         signature = None if input_example is None else infer_signature(
             _schema_example(input_example), model.predict(input_example))
-        trusted_types = _skops_trusted_types(model)
         # Made here, in our experiment and linked to our run, the LoggedModel need not be guessed
         # by log_model from MLflow's global active run, which worker processes do not share.
         logged = client.create_logged_model(self.experiment_id, name="model",
@@ -373,8 +372,9 @@ class MLflowTracker(_MlflowCaller):
             info = mlflow.sklearn.log_model(
                 model, name="model", model_id=logged.model_id, run_id=self.parent_run_id,
                 signature=signature, input_example=input_example,
-                serialization_format="cloudpickle" if trusted_types is None else "skops",
-                skops_trusted_types=trusted_types, code_paths=_code_paths(model, trusted_types),
+                # skops cannot save our estimator (it holds DataFrames such as leaderboard_), and
+                # trying costs a full serialization per fit: cloudpickle, as MLflow did before 3.7.
+                serialization_format="cloudpickle", code_paths=_code_paths(model),
                 pip_requirements=_pip_requirements(),
             )
         client.set_tag(self.parent_run_id, "automl.model_uri", info.model_uri)
@@ -434,16 +434,9 @@ def _pip_requirements():
     Given explicitly because MLflow's inference takes seconds of the fit's budget, and would pin
     ``automl`` itself, a name that on PyPI is another project (our package travels in code_paths).
     """
-    from importlib.metadata import PackageNotFoundError, version
+    from .persistence import package_versions
 
-    pins = []
-    for package in ("scikit-learn", "pandas", "numpy", "scipy", "optuna", "cloudpickle", "skops",
-                    "lightgbm", "xgboost"):
-        try:
-            pins.append(f"{package}=={version(package)}")
-        except PackageNotFoundError:
-            continue
-    return pins
+    return [f"{name}=={version}" for name, version in package_versions().items() if name != "automl"]
 
 
 def _experiment_id(client, name):
@@ -470,23 +463,10 @@ def _schema_example(input_example):
     return input_example.astype({col: "float64" for col in columns})
 
 
-def _skops_trusted_types(model):
-    """Types skops must be told to trust to load ``model``; None if skops cannot save it."""
-    # skops loads only its default types plus this list, which MLflow keeps in the MLmodel file (so,
-    # as with pickle, load models only from a trusted store). This process built the model.
-    try:
-        import skops.io
-        return skops.io.get_untrusted_types(data=skops.io.dumps(model))
-    except Exception as exc:  # skops cannot save every object (a DataFrame attribute, for one)
-        _logger.info("skops cannot save the model (%r): it is saved with cloudpickle", exc)
-        return None
-
-
-def _code_paths(model, trusted_types):
-    """The automl package directory when the model holds automl classes, else None."""
+def _code_paths(model):
+    """The automl package directory when the model is one of automl's classes, else None."""
     # Shipped with the model, it lets `mlflow models predict` run where automl is not installed.
-    names = [*(trusted_types or []), type(model).__module__]
-    if any(name.split(".")[0] == __name__.split(".")[0] for name in names):
+    if type(model).__module__.split(".")[0] == __name__.split(".")[0]:
         return [str(Path(__file__).resolve().parent)]
     return None
 
