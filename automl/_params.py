@@ -34,12 +34,14 @@ def is_none():
     return "None", lambda value: value is None
 
 
-def instance_of(kind, text):
-    return text, lambda value: isinstance(value, kind)
+def instance_of(kind, text, exclude=()):
+    """A constraint for instances of ``kind`` that are not instances of ``exclude``."""
+    return text, lambda value: isinstance(value, kind) and not isinstance(value, exclude)
 
 
 def has_method(name, text):
-    return text, lambda value: hasattr(value, name) and not isinstance(value, type)
+    """A constraint for objects (not classes, not strings) with a method ``name``."""
+    return text, lambda value: hasattr(value, name) and not isinstance(value, (type, str))
 
 
 def validate_params(estimator, constraints):

@@ -52,7 +52,7 @@ def run_fit(args):
         tracking=not args.no_tracking, tracking_uri=args.tracking_uri,
     ).fit(frame.drop(columns=[args.target]), frame[args.target])
     save(model, args.out)
-    print(model.leaderboard_.head(10).drop(columns=["params", "error"]).to_string(index=False))
+    print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
           f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
 

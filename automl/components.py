@@ -125,8 +125,18 @@ def _build_et(params, random_state):
 
 
 # ---- histogram gradient boosting ---------------------------------------------------------------
+def _early_stopping(profile):
+    """Whether an inner 10% validation split can hold every class twice over.
+
+    HistGradientBoosting and MLP stratify that split and fail when a class cannot appear in it;
+    below that size they train a fixed number of iterations instead.
+    """
+    return profile.n_samples * 0.1 * 0.8 >= 2 * profile.n_classes and profile.n_samples >= 500
+
+
 def _suggest_hgb(trial, profile, prefix):
     return {
+        "early_stopping": _early_stopping(profile),
         "learning_rate": _float(trial, prefix, "learning_rate", 0.01, 0.5),
         "max_leaf_nodes": _int(trial, prefix, "max_leaf_nodes", 4, 256),
         "min_samples_leaf": _int(trial, prefix, "min_samples_leaf", 2, 200),
@@ -137,8 +147,9 @@ def _suggest_hgb(trial, profile, prefix):
 
 def _build_hgb(params, random_state):
     # Early stopping on an inner 10% split bounds the number of trees; it is not a searched budget.
+    # Without it (small data) 200 trees at the sampled learning rate.
     return HistGradientBoostingClassifier(
-        max_iter=1000, early_stopping=True, n_iter_no_change=20,
+        max_iter=1000 if params["early_stopping"] else 200, n_iter_no_change=20,
         random_state=random_state, **params,
     )
 
@@ -148,6 +159,7 @@ def _suggest_mlp(trial, profile, prefix):
     n_layers = trial.suggest_int(f"{prefix}.n_layers", 1, 2)
     width = _int(trial, prefix, "width", 16, 256)
     return {
+        "early_stopping": _early_stopping(profile),
         "hidden_layer_sizes": (width,) * n_layers,
         "alpha": _float(trial, prefix, "alpha", 1e-7, 1e-1),
         "learning_rate_init": _float(trial, prefix, "learning_rate_init", 1e-4, 1e-1),
@@ -155,7 +167,7 @@ def _suggest_mlp(trial, profile, prefix):
 
 
 def _build_mlp(params, random_state):
-    return MLPClassifier(early_stopping=True, max_iter=300, random_state=random_state, **params)
+    return MLPClassifier(max_iter=300, random_state=random_state, **params)
 
 
 # ---- support vector machine --------------------------------------------------------------------

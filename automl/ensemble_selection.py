@@ -192,7 +192,7 @@ class EnsembleSelection:
             raise TypeError(f"score_func must be callable; got {type(score_func).__name__}.")
         rng = _as_random_state(self.random_state)
         single_scores = _rank_values([score_func(y, p) for p in predictions])
-        library = _prune_library(single_scores, self.library_size)
+        library = _prune_library(single_scores, self.library_size, _constant(predictions))
         n_init, init_trajectory = self._initial_picks(predictions, y, score_func, library)
         picks, trajectory = _forward_select(
             predictions, y, score_func, library, n_init, self.ensemble_size, rng
@@ -274,7 +274,7 @@ def _forward_select(predictions, y, score_func, library, n_init, ensemble_size, 
     return np.asarray(picks, dtype=int), trajectory
 
 
-def _prune_library(single_scores, library_size):
+def _prune_library(single_scores, library_size, constant):
     """Original indices of the ``library_size`` best candidates, best first, ties to the lower index.
 
     Parameters
@@ -283,14 +283,26 @@ def _prune_library(single_scores, library_size):
         Score of each candidate alone (NaN already mapped to -inf).
     library_size : int
         Number of candidates to keep.
+    constant : ndarray of bool of shape (n_candidates,)
+        Candidates that predict the same for every row; they are left out unless all are.
 
     Returns
     -------
-    library : ndarray of shape (min(library_size, n_candidates),)
+    library : ndarray of shape (min(library_size, n_kept),)
     """
     # A stable sort of the negated scores keeps equal scores in input order, so the earlier trial wins.
     order = np.argsort(-single_scores, kind="stable")
+    # A constant prediction never changes a ranking, so under ROC AUC it ties with every mix it
+    # joins and could be picked for free, though it is no validated model: its refit on all rows
+    # (an early-stopped booster, say) need not be constant at all.
+    if not constant.all():
+        order = order[~constant[order]]
     return order[:library_size]
+
+
+def _constant(predictions):
+    """Whether each candidate predicts the same value (row) for every sample."""
+    return np.array([bool(np.all(np.ptp(p, axis=0) == 0)) for p in predictions])
 
 
 def _first_best(trajectory):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import optuna
+from optuna.trial import TrialState
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
@@ -119,6 +120,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     study_ : optuna.Study
     mlflow_run_id_ : str or None
         The parent MLflow run, None when ``tracking=False``.
+    mlflow_tracking_uri_ : str or None
+        Where it was logged.
     timings_ : dict of str -> float
         Wall seconds of each stage (``search``, ``ensemble``, ``tracking``, ``total``).
 
@@ -139,7 +142,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         "cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
         "n_jobs": [P.interval(int, 1, None)],
         "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
-        "include": [P.instance_of(Sequence, "a list of str"), P.is_none()],
+        "include": [P.instance_of(Sequence, "a list of str", exclude=str), P.is_none()],
         "components": [P.instance_of(Sequence, "a sequence of ComponentSpec")],
         "sampler": [P.options("tpe", "random")],
         "pruning": [P.instance_of(bool, "a bool")],
@@ -207,6 +210,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         folds = self._make_folds(X_clean, y_enc, seed)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
+        self.mlflow_tracking_uri_ = tracker.tracking_uri
         self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), versions)
         try:
             fallback = _fit_fallback(X_clean, y_enc, self.profile_, seed)
@@ -435,15 +439,16 @@ def _fit_fallback(X, y, profile, seed):
 
 
 def _use_fallback(result, fallback):
-    trials = result.study.get_trials(deepcopy=False)
+    trials = result.study.get_trials(deepcopy=False, states=(TrialState.PRUNED, TrialState.FAIL))
     errors = sorted({t.user_attrs.get("error", "") for t in trials} - {""})[:3]
     if fallback is None:
         raise NoSuccessfulTrialsError(
             f"None of {len(trials)} trials finished and the fallback model failed. First errors: {errors}"
         )
     warnings.warn(
-        f"None of {len(trials)} trials finished (first errors: {errors}); the model is the fallback "
-        "logistic regression. Raise time_budget or n_trials.", UserWarning, stacklevel=3,
+        f"None of {len(trials)} started trials finished (first errors: {errors or 'none'}); the model "
+        "is the fallback logistic regression. Raise time_budget or n_trials.", UserWarning,
+        stacklevel=4,  # the caller of fit
     )
     return fallback
 

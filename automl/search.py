@@ -279,18 +279,21 @@ def leaderboard(study, weights=None):
 
     Returns
     -------
-    leaderboard : DataFrame of shape (n_trials, 10)
-        Columns ``trial, family, state, mean, std, folds, seconds, weight, params, error``.
-        Complete trials come first, by mean CV score in the study's direction, then pruned trials
-        (their running mean at the fold they stopped), then failed ones.
+    leaderboard : DataFrame of shape (n_started_trials, 10)
+        Columns ``trial, family, state, mean, std, folds, seconds, weight, params, note``; ``note``
+        says why a trial stopped early (Hyperband, or the time budget) or how it failed. Complete
+        trials come first, by mean CV score in the study's direction, then pruned trials (their
+        running mean at the fold they stopped: fewer folds, so not comparable), then failed ones.
+        Enqueued trials that never started are left out.
     """
     import pandas as pd
 
     weights = weights or {}
-    rows = [_leaderboard_row(t, weights.get(t.number, 0.0)) for t in study.get_trials(deepcopy=False)]
-    columns = ["trial", "family", "state", "mean", "std", "folds", "seconds", "weight", "params", "error"]
+    started = study.get_trials(deepcopy=False, states=_STARTED)
+    rows = [_leaderboard_row(t, weights.get(t.number, 0.0)) for t in started]
+    columns = ["trial", "family", "state", "mean", "std", "folds", "seconds", "weight", "params", "note"]
     table = pd.DataFrame(rows, columns=columns)
-    order = {"COMPLETE": 0, "PRUNED": 1, "RUNNING": 2, "WAITING": 2, "FAIL": 3}
+    order = {"COMPLETE": 0, "PRUNED": 1, "RUNNING": 2, "FAIL": 3}
     table["_state"] = table["state"].map(order)
     maximize = study.direction.name == "MAXIMIZE"
     table["_key"] = -table["mean"] if maximize else table["mean"]
@@ -305,5 +308,12 @@ def _leaderboard_row(trial, weight):
     return [
         trial.number, trial.user_attrs.get("family", trial.params.get("model")), trial.state.name,
         float(np.mean(scores)) if scores else np.nan, float(np.std(scores)) if scores else np.nan,
-        len(scores), seconds, weight, params, trial.user_attrs.get("error", ""),
+        len(scores), seconds, weight, params, _note(trial, len(scores)),
     ]
+
+
+def _note(trial, folds):
+    if trial.state == TrialState.PRUNED:
+        by = "the time budget" if trial.user_attrs.get("stopped") else "Hyperband"
+        return f"stopped by {by} after {folds} fold(s)"
+    return trial.user_attrs.get("error", "")

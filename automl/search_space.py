@@ -105,17 +105,22 @@ def _has_missing(profile, columns):
 
 def _numeric_imputer(trial, profile, spec, columns):
     # Families that split on NaN themselves learn more from the missingness than any fill value.
-    if spec.handles_missing or not _has_missing(profile, columns):
+    if spec.handles_missing:
         return []
+    if not _has_missing(profile, columns):
+        # Nothing to choose a strategy from, but a value may still be missing at predict time.
+        return [("imputer", SimpleImputer(strategy="median"))]
     strategy = trial.suggest_categorical("imputer.numeric", ["mean", "median", "constant"])
     indicator = trial.suggest_categorical("imputer.numeric.add_indicator", [False, True])
     return [("imputer", SimpleImputer(strategy=strategy, fill_value=0.0, add_indicator=indicator))]
 
 
 def _categorical_imputer(trial, profile, spec, columns):
-    if spec.handles_missing or not _has_missing(profile, columns):
+    if spec.handles_missing:
         return []
-    strategy = trial.suggest_categorical("imputer.categorical", ["most_frequent", "constant"])
+    strategy = "constant"
+    if _has_missing(profile, columns):
+        strategy = trial.suggest_categorical("imputer.categorical", ["most_frequent", "constant"])
     return [("imputer", SimpleImputer(strategy=strategy, fill_value="missing"))]
 
 

@@ -6,7 +6,9 @@ HistGradientBoostingClassifier fitted on the same split, and where the MLflow ru
 """
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -51,7 +53,7 @@ def main():
 
     board = model.leaderboard_
     print("\nLeaderboard (top 10 of", len(board), "trials):")
-    print(board.drop(columns=["params", "error"]).head(10).to_string(index=False, float_format="%.4f"))
+    print(board.drop(columns=["params", "note"]).head(10).to_string(index=False, float_format="%.4f"))
     counts = board["state"].value_counts().to_dict()
     print(f"\nTrials: {counts.get('COMPLETE', 0)} complete, {counts.get('PRUNED', 0)} pruned, "
           f"{counts.get('FAIL', 0)} failed; fit wall time {wall:.1f} s for a {args.time_budget:.0f} s budget")
@@ -65,8 +67,9 @@ def main():
     print(f"\nBest single trial CV ROC AUC: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
           "(optimistic: the best of many)")
     print(f"Held-out ROC AUC: ensemble {auc:.4f} | default HistGradientBoosting {baseline:.4f}")
-    print(f"\nMLflow parent run {model.mlflow_run_id_}; browse it with: "
-          "mlflow ui --backend-store-uri sqlite:///mlflow.db")
+    mlflow = Path(sys.executable).with_name("mlflow")
+    print(f"\nMLflow parent run {model.mlflow_run_id_}; browse every trial with:\n"
+          f"  {mlflow} ui --backend-store-uri {model.mlflow_tracking_uri_}")
 
 
 if __name__ == "__main__":

@@ -248,3 +248,20 @@ def test_docstring_examples_run():
     result = doctest.testmod(ensemble_selection)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_constant_candidate_is_never_picked_under_a_ranking_metric():
+    """A constant OOF prediction ties every mix under ROC AUC; it must not ride along for free."""
+    from automl.scoring import get_metric
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    good = np.clip(0.5 + 0.3 * (y - 0.5) + rng.normal(0, 0.25, 200), 0.01, 0.99)
+    constant = np.full(200, 0.3)
+    predictions = [np.c_[1 - constant, constant], np.c_[1 - good, good]]
+    auc = get_metric("roc_auc", 2).signed
+    selector = EnsembleSelection(ensemble_size=20, random_state=0).fit(predictions, y, auc)
+    assert selector.weights_[0] == 0.0 and selector.weights_[1] == 1.0
+    # Alone, a constant candidate is still the answer rather than an error.
+    alone = EnsembleSelection(ensemble_size=5, random_state=0).fit(predictions[:1], y, auc)
+    assert alone.weights_.tolist() == [1.0]

@@ -76,7 +76,7 @@ def test_fitted_attributes_and_ensemble_not_worse(credit_g):
     model = AutoClassifier(**dict(TINY, include=["logreg", "hgb", "rf"], n_trials=8, cv=3)).fit(X, y)
     board = model.leaderboard_
     assert list(board.columns) == ["trial", "family", "state", "mean", "std", "folds", "seconds",
-                                   "weight", "params", "error"]
+                                   "weight", "params", "note"]
     assert len(board) == 8
     assert board["weight"].sum() == pytest.approx(1.0)
     complete = board[board["state"] == "COMPLETE"]
@@ -108,10 +108,10 @@ def test_every_trial_failing_falls_back_with_warning(credit_g):
     broken = ComponentSpec("broken", "Broken", lambda trial, profile, prefix: {},
                            lambda params, random_state: _Broken())
     model = AutoClassifier(**dict(TINY, include=["broken"], components=[broken]))
-    with pytest.warns(UserWarning, match="None of 3 trials finished"):
+    with pytest.warns(UserWarning, match="None of 3 started trials finished"):
         model.fit(X, y)
     assert set(model.leaderboard_["state"]) == {"FAIL"}
-    assert model.leaderboard_["error"].str.contains("broken on purpose").all()
+    assert model.leaderboard_["note"].str.contains("broken on purpose").all()
     assert model.predict_proba(X_test).shape == (len(X_test), 2)
 
 
@@ -120,6 +120,11 @@ def test_every_trial_failing_falls_back_with_warning(credit_g):
               "Got 1 instead."),
     ("sampler", "grid", "The 'sampler' parameter of AutoClassifier must be one of ['tpe', 'random']. "
                         "Got 'grid' instead."),
+    # A str has a .split method, yet is no CV splitter; a str is a sequence, yet no list of keys.
+    ("cv", "five", "The 'cv' parameter of AutoClassifier must be an int in [2, inf) or a CV splitter. "
+                   "Got 'five' instead."),
+    ("include", "hgb", "The 'include' parameter of AutoClassifier must be a list of str or None. "
+                       "Got 'hgb' instead."),
 ])
 def test_invalid_parameter_message(credit_g, name, value, expected):
     X, y, _, _ = credit_g
@@ -147,3 +152,13 @@ def test_unseen_category_and_missing_column_at_predict(credit_g):
     assert proba.shape == (5, 2) and np.isfinite(proba).all()
     with pytest.raises(ValueError, match="credit_amount"):
         model.predict(X_test.drop(columns=["credit_amount"]))
+
+
+def test_value_missing_at_predict_in_a_column_complete_in_training(credit_g):
+    """Scale-sensitive families get an imputer even when training had nothing to impute."""
+    X, y, X_test, _ = credit_g
+    assert X["credit_amount"].notna().all()
+    model = AutoClassifier(**dict(TINY, include=["logreg", "knn"], n_trials=4, cv=3)).fit(X, y)
+    holes = X_test.head(3).assign(credit_amount=np.nan, purpose=np.nan)
+    proba = model.predict_proba(holes)
+    assert proba.shape == (3, 2) and np.isfinite(proba).all()

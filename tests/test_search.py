@@ -208,7 +208,7 @@ def test_runaway_trial_is_stopped_at_deadline_plus_grace(tmp_path):
     others = [t for t in result.study.trials if t.state != TrialState.FAIL]
     assert others and {t.state for t in others} == {TrialState.COMPLETE}
     table = leaderboard(result.study)
-    assert table["state"].iloc[-1] == "FAIL" and table["error"].iloc[-1] == "stopped at the time budget"
+    assert table["state"].iloc[-1] == "FAIL" and table["note"].iloc[-1] == "stopped at the time budget"
 
 
 def test_one_worker_with_a_deadline_runs_in_a_child_process(credit, tmp_path):
@@ -311,7 +311,7 @@ def toy_study(direction):
 def test_leaderboard_order(direction, order):
     table = leaderboard(toy_study(direction), weights={5: 0.25, 1: 0.75})
     assert list(table.columns) == ["trial", "family", "state", "mean", "std", "folds", "seconds", "weight",
-                                   "params", "error"]
+                                   "params", "note"]
     assert table["trial"].tolist() == order
     states = table["state"].tolist()
     assert states == sorted(states, key=["COMPLETE", "PRUNED", "FAIL"].index)
@@ -319,7 +319,7 @@ def test_leaderboard_order(direction, order):
     assert (row["family"], row["folds"], row["weight"], row["params"]) == ("hgb", 3, 0.75, {"x": 0.0})
     assert row["mean"] == pytest.approx(0.9) and row["std"] == pytest.approx(np.std([0.9, 0.7, 1.1]))
     failed = table.set_index("trial").loc[4]
-    assert np.isnan(failed["mean"]) and failed["folds"] == 0 and failed["error"] == "ValueError: boom"
+    assert np.isnan(failed["mean"]) and failed["folds"] == 0 and failed["note"] == "ValueError: boom"
     assert table.set_index("trial").loc[0, "weight"] == 0.0
     assert table.index.tolist() == list(range(7))
 
@@ -337,3 +337,18 @@ def test_progress_line():
     stream = io.StringIO()
     ProgressLine(deadline=time.time() + 100, stream=stream)(study, study.trials[-1])
     assert " s left\n" in stream.getvalue()
+
+
+def test_leaderboard_notes_why_trials_stopped_and_leaves_out_waiting_ones():
+    study = toy_study("maximize")
+    study.add_trial(_trial(TrialState.PRUNED, [0.6, 0.7]))                              # 7
+    study.enqueue_trial({"model": "hgb", "x": 0.1})
+    stopped = study.ask()  # trial 8 takes the enqueued parameters and runs out of time
+    stopped.set_user_attr("stopped", "time budget")
+    study.tell(stopped, state=TrialState.PRUNED)
+    study.enqueue_trial({"model": "logreg", "x": 0.2})  # trial 9 never starts
+    notes = leaderboard(study).set_index("trial")["note"]
+    assert notes[2] == "stopped by Hyperband after 1 fold(s)"
+    assert notes[7] == "stopped by Hyperband after 2 fold(s)"
+    assert notes[8] == "stopped by the time budget after 0 fold(s)"
+    assert 9 not in notes.index and len(notes) == 9
