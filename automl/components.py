@@ -42,8 +42,9 @@ class ComponentSpec:
     needs_scaling : bool, default=False
         Whether the family is sensitive to feature scale (a scaler is then searched).
     native_categorical : str or None, default=None
-        Name of the constructor parameter that takes the indices of categorical columns, for
-        families that split on categories themselves; their "ordinal" encoder feeds it.
+        For families that split on categories themselves (their "ordinal" encoder feeds them): the
+        name of the constructor parameter that takes the indices of categorical columns, or
+        ``"pandas"`` for families that read pandas ``category`` columns (LightGBM).
     handles_missing : bool, default=False
         Whether NaN may reach the model (imputation becomes optional).
     max_rows : int or None, default=None
@@ -238,6 +239,7 @@ DEFAULT_COMPONENTS = (
     ),
     ComponentSpec(
         "lgbm", "LightGBM", _suggest_lgbm, _build_lgbm, handles_missing=True, requires="lightgbm",
+        native_categorical="pandas",
         default_params=[_defaults("lgbm", n_estimators=200, learning_rate=0.05, subsample=0.8,
                                   colsample_bytree=0.8, reg_lambda=1e-8, num_leaves=31,
                                   min_child_samples=20)],

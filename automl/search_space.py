@@ -15,6 +15,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import (
+    FunctionTransformer,
     OneHotEncoder,
     OrdinalEncoder,
     QuantileTransformer,
@@ -62,9 +63,25 @@ def suggest_pipeline(trial, profile, specs, random_state=None):
     spec = by_key[trial.suggest_categorical("model", list(by_key))]
     preprocess, native_columns = _suggest_preprocessor(trial, profile, spec, random_state)
     model = spec.build(spec.suggest(trial, profile, f"model.{spec.key}"), random_state)
-    if native_columns:
+    steps = [("preprocess", preprocess), ("model", model)]
+    if native_columns and spec.native_categorical == "pandas":
+        # LightGBM takes categories from pandas dtypes only (a categorical_feature constructor
+        # argument is ignored, a fit argument would not survive the Pipeline): hand it a frame.
+        preprocess.set_output(transform="pandas")
+        steps.insert(1, ("categories", FunctionTransformer(as_categories, kw_args={"columns": native_columns})))
+    elif native_columns:
         model.set_params(**{spec.native_categorical: native_columns})
-    return Pipeline([("preprocess", preprocess), ("model", model)])
+    return Pipeline(steps)
+
+
+def as_categories(X, columns):
+    """``X`` with the integer codes in ``columns`` (positions) as pandas categories.
+
+    Columns are renamed ``f0, f1, ...``: LightGBM refuses names holding JSON punctuation, which
+    user columns may. LightGBM keeps the training categories and maps later frames onto them.
+    """
+    X = X.set_axis([f"f{i}" for i in range(X.shape[1])], axis=1)
+    return X.astype({f"f{i}": "category" for i in columns})
 
 
 def _suggest_preprocessor(trial, profile, spec, random_state):

@@ -61,7 +61,10 @@ def test_knobs_follow_the_branch(credit):
         # Every family knob belongs to the chosen family.
         assert all(n.split(".")[1] == key for n in params if n.startswith("model.")), params
         assert ("encoder.onehot.min_frequency" in params) == (params["encoder"] == "onehot")
-        assert isinstance(pipeline, Pipeline) and [n for n, _ in pipeline.steps] == ["preprocess", "model"]
+        # LightGBM reads categories from a frame: an extra step turns the ordinal codes into one.
+        native_frame = trial.params["model"] == "lgbm" and trial.params.get("encoder") == "ordinal"
+        expected = ["preprocess", "categories", "model"] if native_frame else ["preprocess", "model"]
+        assert isinstance(pipeline, Pipeline) and [n for n, _ in pipeline.steps] == expected
     assert families == {s.key for s in SPECS}
 
 
@@ -253,3 +256,20 @@ def test_every_portfolio_config_rebuilds_and_fits(credit):
         proba = pipeline.predict_proba(X.iloc[1::2])
         np.testing.assert_allclose(proba.sum(axis=1), 1.0)
         assert np.mean(proba.argmax(axis=1) == y[1::2]) > 0.7, config["model"]
+
+
+def test_lightgbm_with_ordinal_encoder_splits_on_categories(credit):
+    """LightGBM reads pandas categories: its trees then hold categorical ('==') splits."""
+    X, y, profile = credit
+    specs = resolve_components(include=["lgbm"])
+    config = {**portfolio(specs)[0], "encoder": "ordinal"}
+    pipeline = rebuild(config, profile, specs, random_state=0).fit(X, y)
+    assert list(pipeline.named_steps) == ["preprocess", "categories", "model"]
+    booster = pipeline.named_steps["model"].booster_
+    n_categorical = len(profile.categorical_columns)
+    assert len(booster.pandas_categorical) == n_categorical
+    splits = [node.get("decision_type") for tree in booster.dump_model()["tree_info"]
+              for node in [tree["tree_structure"]]]
+    assert "==" in splits
+    unseen = X.head(3).assign(**{profile.categorical_columns[0]: "never seen"})
+    assert np.isfinite(pipeline.predict_proba(unseen)).all()
