@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _params as P
 from .components import resolve_components
 from .ensemble import WeightedEnsembleClassifier
-from .ensemble_selection import EnsembleSelection
+from .ensemble_selection import EnsembleSelection, weighted_average
 from .exceptions import NoSuccessfulTrialsError
 from .objective import CVObjective
 from .persistence import package_versions
@@ -117,6 +117,14 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
     best_score_std_ : float
         Standard deviation of its fold scores.
+    ensemble_score_ : float
+        The ensemble's score on the OOF predictions it was selected on (the hillclimb set), as
+        optimistic as ``best_score_``. Not below it, unless members were dropped to end within the
+        time budget (a warning says so). NaN when the fallback was used.
+    metric_ : str
+        The search metric's name.
+    n_trials_killed_ : int
+        Trials still running when their worker was stopped at the deadline (recorded as failed).
     study_ : optuna.Study
     mlflow_run_id_ : str or None
         The parent MLflow run, None when ``tracking=False``.
@@ -217,9 +225,10 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
                 result = self._search(X_clean, y_enc, folds, specs, metric, seed, deadline, tracker, workdir)
             ensemble_started = time.time()
-            self.ensemble_, weights = self._fit_ensemble(result, X_clean, y_enc, folds, specs, metric,
-                                                         seed, fallback, deadline)
-            self._set_results(result, weights, metric, started, ensemble_started)
+            self.ensemble_, weights, hillclimb = self._fit_ensemble(
+                result, X_clean, y_enc, folds, specs, metric, seed, fallback, deadline
+            )
+            self._set_results(result, weights, hillclimb, metric, ensemble_started)
             tracker.log_fit_results(
                 leaderboard=self.leaderboard_, ensemble_weights=weights, model=self,
                 metrics=self._run_metrics(), input_example=_head(X),
@@ -301,7 +310,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, fallback, deadline):
         numbers = sorted(result.oof)
         if not numbers:
-            return _use_fallback(result, fallback), {}
+            return _use_fallback(result, fallback), {}, np.nan
         selection = EnsembleSelection(ensemble_size=self.ensemble_size, random_state=seed)
         selection.fit([result.oof[n] for n in numbers], y, metric.signed)
         chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
@@ -312,9 +321,9 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             estimators=members, weights=list(chosen.values()), final_fit=self.final_fit, cv=folds,
             n_jobs=self.n_jobs,
         )
-        sign = 1.0 if metric.greater_is_better else -1.0
-        self.ensemble_score_ = sign * float(selection.score_)
-        return ensemble.fit(X, y), chosen
+        # Scored on the members kept, which the time budget may have trimmed.
+        hillclimb = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
+        return ensemble.fit(X, y), chosen, hillclimb
 
     def _members_in_time(self, chosen, trials, n_folds, deadline):
         """Drop the lightest members whose final fit would not end before the deadline.
@@ -338,8 +347,9 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         total = sum(kept.values())
         return {n: w / total for n, w in sorted(kept.items())}
 
-    def _set_results(self, result, weights, metric, started, ensemble_started):
+    def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
+        self.ensemble_score_ = hillclimb
         self.leaderboard_ = leaderboard(result.study, weights)
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
         self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan
@@ -347,8 +357,6 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             best = complete.iloc[0]
             self.best_params_ = {"model": best["family"], **best["params"]}
             self.best_score_, self.best_score_std_ = float(best["mean"]), float(best["std"])
-        if not weights:
-            self.ensemble_score_ = np.nan
         self.metric_ = metric.name
         self.n_trials_killed_ = result.killed
         self.timings_ = {"search": result.seconds, "ensemble": time.time() - ensemble_started}
