@@ -24,7 +24,8 @@ from . import _params as P
 from .components import resolve_components
 from .ensemble import WeightedEnsembleClassifier
 from .ensemble_selection import EnsembleSelection, weighted_average
-from .exceptions import NoSuccessfulTrialsError
+from .exceptions import DataValidationError, LeakageWarning, NoSuccessfulTrialsError
+from .leakage import LeakageReport, check_data_leakage
 from .objective import CVObjective
 from .persistence import package_versions
 from .scoring import get_metric
@@ -97,6 +98,10 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     experiment_name : str, default="automl"
     verbose : int, default=1
         0 silent; 1 a progress line on stderr.
+    leak_check : {"warn", "raise", "off"}, default="warn"
+        Before the search, look for target leakage, identifier columns and duplicated rows
+        (:func:`automl.leakage.check_data_leakage`). ``"warn"`` issues a ``LeakageWarning`` per
+        finding; ``"raise"`` raises a ``DataValidationError`` on a high-severity one.
 
     Attributes
     ----------
@@ -123,11 +128,19 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         time budget (a warning says so). NaN when the fallback was used.
     metric_ : str
         The search metric's name.
+    random_state_ : int
+        The seed the fit used (drawn at random when ``random_state`` is None), so that any trial can be
+        rebuilt: ``rebuild(params, profile_, components_, random_state_)``.
+    components_ : list of ComponentSpec
+        The model families the search offered.
     n_trials_killed_ : int
         Trials still running when their worker was stopped at the deadline (recorded as failed).
     study_ : optuna.Study
     mlflow_run_id_ : str or None
         The parent MLflow run, None when ``tracking=False``.
+    leak_report_ : LeakageReport
+        The leak check's findings (column, kind, severity, evidence figures, message); empty when
+        ``leak_check="off"``. Also logged to MLflow as ``leak_report.csv``.
     mlflow_tracking_uri_ : str or None
         Where it was logged.
     timings_ : dict of str -> float
@@ -160,12 +173,13 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         "tracking": [P.instance_of(bool, "a bool")],
         "experiment_name": [P.instance_of(str, "a str")],
         "verbose": [P.interval(int, 0, None)],
+        "leak_check": [P.options("warn", "raise", "off")],
     }
 
     def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, n_jobs=1,
                  random_state=None, include=None, components=(), sampler="tpe", pruning=True,
                  ensemble_size=50, final_fit="refit", storage=None, study_name=None, tracking=True,
-                 tracking_uri=None, experiment_name="automl", verbose=1):
+                 tracking_uri=None, experiment_name="automl", verbose=1, leak_check="warn"):
         self.time_budget = time_budget
         self.n_trials = n_trials
         self.metric = metric
@@ -184,6 +198,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         self.tracking_uri = tracking_uri
         self.experiment_name = experiment_name
         self.verbose = verbose
+        self.leak_check = leak_check
 
     def fit(self, X, y):
         """Search pipelines on ``X, y``, select an ensemble from their OOF predictions, fit it.
@@ -214,8 +229,10 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         deadline = None if self.time_budget is None else started + self.time_budget
         metric = get_metric(self.metric, self.profile_.n_classes)
         specs = resolve_components(self.include, self.components, self.profile_)
-        seed = self._seed()
+        seed = self.random_state_ = self._seed()
+        self.components_ = specs
         folds = self._make_folds(X_clean, y_enc, seed)
+        self.leak_report_ = self._check_leakage(X_clean, y_enc, folds, seed)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
         self.mlflow_tracking_uri_ = tracker.tracking_uri
@@ -230,7 +247,9 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             )
             self._set_results(result, weights, hillclimb, metric, ensemble_started)
             tracker.log_fit_results(
-                leaderboard=self.leaderboard_, ensemble_weights=weights, model=self,
+                tables={"leaderboard.csv": self.leaderboard_,
+                        "leak_report.csv": self.leak_report_.to_frame()},
+                ensemble_weights=weights, model=self,
                 metrics=self._run_metrics(), input_example=_head(X),
             )
         except BaseException:
@@ -240,6 +259,21 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         self.timings_["tracking"] = tracker.seconds + result.callback_seconds
         self.timings_["total"] = time.time() - started
         return self
+
+    def _check_leakage(self, X, y, folds, seed):
+        """Data-level leak check before the search: warn, raise on a high finding, or skip."""
+        if self.leak_check == "off":
+            return LeakageReport(())
+        report = check_data_leakage(X, y, self.profile_, folds, random_state=seed)
+        high = [f.message for f in report.findings if f.severity == "high"]
+        if self.leak_check == "raise" and high:
+            raise DataValidationError(
+                f"The leak check found {len(high)} high-severity problem(s): {' '.join(high)} "
+                "Fix the data, or pass leak_check='warn' to fit anyway."
+            )
+        for finding in report.findings:
+            warnings.warn(finding.message, LeakageWarning, stacklevel=3)
+        return report
 
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
@@ -376,6 +410,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         metrics = {
             "best_score": self.best_score_, "best_score_std": self.best_score_std_,
             "ensemble_hillclimb_score": self.ensemble_score_,
+            "n_leak_findings": len(self.leak_report_.findings),
             "search_seconds": self.timings_["search"], "ensemble_seconds": self.timings_["ensemble"],
         }
         for state in ("COMPLETE", "PRUNED", "FAIL"):

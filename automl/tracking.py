@@ -4,7 +4,7 @@ The only module that imports mlflow, and only inside the functions that talk to 
 it takes about a second, which a fit without tracking should not pay.
 
 - The parent run gets the params and tags given to ``start_fit``, then the fit's metrics, the
-  artifacts ``leaderboard.csv`` and ``ensemble_weights.json``, and the final model as an MLflow
+  tables given (``leaderboard.csv``, ``leak_report.csv``), ``ensemble_weights.json``, and the final model as an MLflow
   model (sklearn flavour, signature, input example; its URI in the tag ``automl.model_uri``).
 - Each trial gets a nested run ``trial-<number>``: params; metrics ``fold_score`` and
   ``running_mean`` (step = fold), ``mean_score``, ``std_score``, ``duration_seconds``; tags
@@ -324,13 +324,13 @@ class MLflowTracker(_MlflowCaller):
             return None
         return TrialLogger(self.tracking_uri, self.experiment_id, self.parent_run_id)
 
-    def log_fit_results(self, *, leaderboard, ensemble_weights, metrics, model, input_example):
+    def log_fit_results(self, *, tables, ensemble_weights, metrics, model, input_example):
         """Log the fit's outcome to the parent run; each part is tried even if another failed.
 
         Parameters
         ----------
-        leaderboard : DataFrame
-            One row per trial; saved as ``leaderboard.csv``, without the index.
+        tables : dict of str -> DataFrame
+            Artifacts by file name (``{"leaderboard.csv": ...}``), saved as CSV without the index.
         ensemble_weights : dict
             ``{member: weight}``; saved as ``ensemble_weights.json``, keys as strings.
         metrics : dict
@@ -345,8 +345,9 @@ class MLflowTracker(_MlflowCaller):
         run_id = self.parent_run_id
         if run_id is None:
             return
-        with self._guard("log leaderboard.csv"):
-            self._mlflow().log_text(run_id, leaderboard.to_csv(index=False), "leaderboard.csv")
+        for name, table in tables.items():
+            with self._guard(f"log {name}"):
+                self._mlflow().log_text(run_id, table.to_csv(index=False), name)
         with self._guard("log ensemble_weights.json"):
             weights = {str(key): float(value) for key, value in ensemble_weights.items()}
             self._mlflow().log_dict(run_id, weights, "ensemble_weights.json")
@@ -421,7 +422,7 @@ class NullTracker:
         """Return None: there is no callback to give the study."""
         return None
 
-    def log_fit_results(self, *, leaderboard, ensemble_weights, metrics, model, input_example):
+    def log_fit_results(self, *, tables, ensemble_weights, metrics, model, input_example):
         """Do nothing."""
 
     def end_fit(self, status="FINISHED"):

@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from automl import AutoClassifier
 from automl.components import ComponentSpec
 from automl.datasets import load_dataset
+from automl.exceptions import DataValidationError, LeakageWarning
 
 TINY = dict(time_budget=None, n_trials=3, include=["logreg"], cv=2, tracking=False, verbose=0,
             random_state=0)
@@ -162,3 +163,20 @@ def test_value_missing_at_predict_in_a_column_complete_in_training(credit_g):
     holes = X_test.head(3).assign(credit_amount=np.nan, purpose=np.nan)
     proba = model.predict_proba(holes)
     assert proba.shape == (3, 2) and np.isfinite(proba).all()
+
+
+def test_leak_check_warns_raises_or_stays_off():
+    """A column filed after the outcome (Poisson counts by class) is found before any search."""
+    X, y = load_dataset("kc1")
+    rng = np.random.default_rng(0)
+    defective = (y.astype(str).str.lower() == "true").to_numpy()
+    X = X.assign(bugs_reported_after_release=rng.poisson(np.where(defective, 2.0, 0.3)))
+    params = dict(TINY, n_trials=2, cv=3)
+    with pytest.warns(LeakageWarning, match="bugs_reported_after_release"):
+        model = AutoClassifier(**params).fit(X, y)
+    kinds = model.leak_report_.to_frame().set_index("column")["kind"]
+    assert kinds.get("bugs_reported_after_release") == "target_leakage"
+    # kc1 really holds duplicated rows (identical module metrics), a high-severity finding.
+    with pytest.raises(DataValidationError, match="leak check found"):
+        AutoClassifier(**dict(params, leak_check="raise")).fit(X, y)
+    assert not AutoClassifier(**dict(params, leak_check="off")).fit(X, y).leak_report_

@@ -291,7 +291,7 @@ def logged_fit(tracked_study):
     )
     global_state = (mlflow.is_tracking_uri_set(), os.environ.get("MLFLOW_TRACKING_URI"))
     tracker.log_fit_results(
-        leaderboard=leaderboard,
+        tables={"leaderboard.csv": leaderboard},
         ensemble_weights={0: 0.75, 4: np.float64(0.25)},
         metrics={"best_mean_score": 0.64, "holdout_accuracy": 0.9},
         model=model,
@@ -379,7 +379,7 @@ def test_unreachable_server_is_counted_and_warned_once_not_raised(caplog):
         assert tracker.start_fit({"n_rows": 1}, {}) is None
         assert tracker.trial_logger() is None
         tracker.log_fit_results(
-            leaderboard=pd.DataFrame(), ensemble_weights={}, metrics={}, model=None,
+            tables={"leaderboard.csv": pd.DataFrame()}, ensemble_weights={}, metrics={}, model=None,
             input_example=None,
         )
         tracker.end_fit()
@@ -399,7 +399,7 @@ def test_null_tracker_does_nothing():
     assert tracker.start_fit({"n_rows": 1}, {"task": "binary"}) is None
     assert tracker.trial_logger() is None
     tracker.log_fit_results(
-        leaderboard=pd.DataFrame(), ensemble_weights={}, metrics={}, model=None, input_example=None
+        tables={"leaderboard.csv": pd.DataFrame()}, ensemble_weights={}, metrics={}, model=None, input_example=None
     )
     tracker.end_fit()
     assert (tracker.parent_run_id, tracker.seconds, tracker.n_failures) == (None, 0.0, 0)
@@ -454,7 +454,7 @@ def test_autoclassifier_fit_logs_parent_and_every_trial_to_a_server(mlflow_serve
     assert parent.data.params["n_samples"] == "400" and parent.data.params["metric"] == "roc_auc"
     assert parent.data.metrics["best_score"] == pytest.approx(model.best_score_)
     artifacts = {a.path for a in client.list_artifacts(model.mlflow_run_id_)}
-    assert {"leaderboard.csv", "ensemble_weights.json"} <= artifacts
+    assert {"leaderboard.csv", "leak_report.csv", "ensemble_weights.json"} <= artifacts
     runs = client.search_runs(
         [parent.info.experiment_id],
         filter_string=f"tags.`mlflow.parentRunId` = '{model.mlflow_run_id_}'", max_results=100,

@@ -1,0 +1,374 @@
+"""Nested cross-validation: the whole AutoML fit inside outer folds, scored on rows it never saw.
+
+The best of many trials' CV scores is biased upwards, and the more configurations a search compares
+the larger the bias: the winner is partly the trial whose folds happened to favour it (Cawley and
+Talbot, JMLR 2010). Nested CV removes that bias by moving the entire fit (validation, search,
+ensemble selection, final fit) inside each training part of an outer split and scoring it on the
+outer test part (Varma and Simon, BMC Bioinformatics 2006). Beside the ensemble it scores the search's
+best single pipeline, refit on the same training part, and three baselines, so each fold shows what
+the search adds over a default model and how far its own best score overstated it.
+"""
+
+import json
+import numbers
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.dummy import DummyClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+from sklearn.utils import check_random_state
+
+from . import _params as P
+from .components import resolve_components
+from .estimator import AutoClassifier
+from .exceptions import DataRepairWarning, DataValidationError
+from .scoring import get_metric
+from .search_space import MAX_NATIVE_CARDINALITY, rebuild
+from .validation import check_prediction_data, check_training_data
+
+__all__ = ["NestedCVReport", "nested_cv"]
+
+_CONSTRAINTS = {
+    "outer_cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
+    "n_jobs": [P.interval(int, 1, None)],
+    "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
+}
+# The per-fold quantities the summary aggregates (the other columns describe the fold).
+QUANTITIES = (
+    "ensemble", "best_single", "inner_best", "inner_ensemble", "optimism_gap",
+    "dummy", "logreg", "hgb", "fit_seconds", "n_trials",
+)
+
+
+@dataclass
+class NestedCVReport:
+    """What an AutoML fit delivers on rows its search never saw, per outer fold and on average.
+
+    Attributes
+    ----------
+    folds : DataFrame of shape (n_outer_folds, 17)
+        One row per outer fold, with columns:
+
+        - ``fold``, ``n_train``, ``n_test``: the fold's number and the sizes of its two parts
+          (``n_train`` is read from the fitted profile: the rows the inner fit really saw);
+        - ``ensemble``: the fitted AutoML model's score on the outer test part;
+        - ``best_single``: the best trial's pipeline, refit on the outer training part, scored there;
+        - ``inner_best``, ``inner_best_std``: the search's own best mean CV score and its fold spread
+          (``best_score_``, ``best_score_std_``), computed on the outer training part alone;
+        - ``inner_ensemble``: the ensemble's score on the OOF predictions it was selected on;
+        - ``optimism_gap``: ``inner_best - best_single`` for a metric to maximize,
+          ``best_single - inner_best`` for a loss; positive means the search flattered its winner;
+        - ``dummy``, ``logreg``, ``hgb``: the baselines' scores (see :func:`nested_cv`);
+        - ``best_family``, ``n_trials``, ``n_complete``: the winning family, trials started and
+          finished; ``fit_seconds``: wall time of the inner fit; ``seed``: its ``random_state``.
+    summary : DataFrame of shape (10, 3)
+        Index: the quantities ``ensemble, best_single, inner_best, inner_ensemble, optimism_gap,
+        dummy, logreg, hgb, fit_seconds, n_trials``. Columns: ``mean``, ``std`` (ddof=1) and
+        ``sem`` (standard error, ``std / sqrt(n_outer_folds)``).
+    metric : str
+        The estimator's metric (``metric_`` of the fitted folds), the unit of every score.
+    greater_is_better : bool
+        Its direction: False for a loss such as ``log_loss``.
+    """
+
+    folds: pd.DataFrame
+    summary: pd.DataFrame
+    metric: str
+    greater_is_better: bool
+
+    def to_dict(self):
+        """The report as plain Python values, ready for ``json.dumps``.
+
+        Returns
+        -------
+        report : dict
+            ``metric``, ``greater_is_better``, ``folds`` (a list of one dict per fold) and
+            ``summary`` (quantity -> ``{"mean", "std", "sem"}``). NaN becomes None.
+        """
+        return {
+            "metric": self.metric,
+            "greater_is_better": self.greater_is_better,
+            "folds": json.loads(self.folds.to_json(orient="records")),
+            "summary": json.loads(self.summary.to_json(orient="index")),
+        }
+
+
+def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
+    """Estimate what an AutoML fit delivers, with the whole fit nested inside outer CV folds.
+
+    For each outer split, a clone of ``estimator`` is fit (search, ensemble selection and final fit)
+    on the training part only, and scored on the test part. On the same two parts it also refits
+    the search's best single pipeline and three baselines, so the bias of selecting the best of
+    many trials (Cawley and Talbot, 2010) shows as the gap between the search's own best CV score
+    and what that winner scores on unseen rows.
+
+    Parameters
+    ----------
+    estimator : AutoClassifier
+        Unfitted configuration; it is cloned for each outer fold, never fitted itself. Its
+        ``time_budget`` is the budget of EACH outer fit: the total is ``n_outer_folds`` times
+        ``time_budget``, or less when outer folds run in parallel. Its ``storage`` must be None (a
+        persistent study would carry trials from one outer fold into the next).
+    X : {DataFrame, array-like} of shape (n_samples, n_features)
+        As for :meth:`AutoClassifier.fit`; the inner fits receive the rows as given.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    outer_cv : int or CV splitter, default=3
+        An int ``k`` makes ``StratifiedKFold(k, shuffle=True, random_state=random_state)``. A
+        splitter's ``split(X, y)`` is called on the validated data (no groups).
+    n_jobs : int, default=1
+        Outer folds fitted at once, in joblib worker processes. Above 1, each inner fit is given
+        ``n_jobs=1`` (one search worker), so ``n_jobs`` processes share the cores; at 1, the inner
+        fits keep the estimator's own ``n_jobs``.
+    random_state : int or None, default=None
+        Seed of the outer splitter and, when ``estimator.random_state`` is None, of the seed drawn
+        for each outer fit (so the best trial can be rebuilt with the seed the search used).
+
+    Returns
+    -------
+    report : NestedCVReport
+        ``folds`` (one row per outer fold), ``summary`` (mean, std, standard error), ``metric``.
+
+    Raises
+    ------
+    ValueError
+        If ``outer_cv`` is an int below 2 or not a splitter, ``n_jobs`` is below 1, or
+        ``estimator.storage`` is set (the message names the parameter).
+    TypeError
+        If ``estimator`` is not an :class:`AutoClassifier`.
+    DataValidationError
+        If X or y is unusable, or a class has fewer members than ``outer_cv`` (every outer
+        training part must hold every class); errors of the inner fits propagate as they are.
+
+    See Also
+    --------
+    AutoClassifier.best_score_ : The search's own, optimistic, estimate.
+
+    Notes
+    -----
+    Scores use the estimator's metric (``metric_``), with each model's probability columns placed
+    in the columns of the full label set, so a class missing from a training part scores as
+    probability 0. The baselines, fit on the validated training part with ``random_state`` set to
+    the fold's seed, are: ``DummyClassifier(strategy="prior")`` (ROC AUC exactly 0.5); logistic
+    regression with default ``C`` (``max_iter=1000``) after median imputation and standard scaling
+    of numeric columns and constant imputation and one-hot encoding of categorical ones; and a
+    default ``HistGradientBoostingClassifier`` reading ordinal-encoded categoricals natively
+    (columns with more than 250 levels stay ordinal numbers).
+
+    The outer training parts overlap, so fold scores are not independent: the standard error
+    ``std / sqrt(k)`` understates the uncertainty of the mean, and no unbiased estimator of it
+    exists (Bengio and Grandvalet, JMLR 2004). Read it as a lower bound.
+
+    References
+    ----------
+    G. C. Cawley and N. L. C. Talbot, "On over-fitting in model selection and subsequent selection
+    bias in performance evaluation", Journal of Machine Learning Research 11, 2079-2107, 2010.
+
+    S. Varma and R. Simon, "Bias in error estimation when using cross-validation for model
+    selection", BMC Bioinformatics 7:91, 2006.
+
+    Y. Bengio and Y. Grandvalet, "No unbiased estimator of the variance of K-fold
+    cross-validation", Journal of Machine Learning Research 5, 1089-1105, 2004.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from automl import AutoClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> model = AutoClassifier(time_budget=None, n_trials=2, include=["logreg"], cv=2,
+    ...                        tracking=False, verbose=0, random_state=0)
+    >>> report = nested_cv(model, X, y, outer_cv=2, random_state=0)
+    >>> report.metric, len(report.folds), report.folds["dummy"].tolist()
+    ('roc_auc', 2, [0.5, 0.5])
+    >>> list(report.summary.columns)
+    ['mean', 'std', 'sem']
+    """
+    _check_arguments(estimator, outer_cv, n_jobs, random_state)
+    n_folds = outer_cv if isinstance(outer_cv, numbers.Integral) else 1
+    try:
+        X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds)
+    except DataValidationError as exc:
+        raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {exc}") from exc
+    splitter = outer_cv
+    if isinstance(outer_cv, numbers.Integral):
+        splitter = StratifiedKFold(n_splits=outer_cv, shuffle=True, random_state=random_state)
+    splits = list(splitter.split(X_all, y_all))
+    inner = clone(estimator)
+    if n_jobs > 1:
+        inner.set_params(n_jobs=1)
+    seeds = _fold_seeds(estimator.random_state, len(splits), random_state)
+    rows = Parallel(n_jobs=n_jobs)(
+        delayed(_outer_fold)(clone(inner).set_params(random_state=seed), X, y, train, test,
+                             y_all[test], classes, number)
+        for number, ((train, test), seed) in enumerate(zip(splits, seeds))
+    )
+    folds = pd.DataFrame(rows)
+    metric = get_metric(folds["metric"].iloc[0], len(classes))
+    folds = folds.drop(columns="metric")
+    return NestedCVReport(folds=folds, summary=_summarize(folds), metric=metric.name,
+                          greater_is_better=metric.greater_is_better)
+
+
+def _check_arguments(estimator, outer_cv, n_jobs, random_state):
+    """Raise for an estimator that cannot be nested or an argument outside its constraints."""
+    if not isinstance(estimator, AutoClassifier):
+        raise TypeError(f"nested_cv needs an AutoClassifier; got {type(estimator).__name__}.")
+    if estimator.storage is not None:
+        raise ValueError(
+            "The 'storage' parameter of the estimator must be None for nested_cv. Got "
+            f"{estimator.storage!r} instead: a persistent study would carry trials of one outer fold, "
+            "chosen on rows another fold tests on, into the next fold's search."
+        )
+    for name, value in {"outer_cv": outer_cv, "n_jobs": n_jobs, "random_state": random_state}.items():
+        allowed = _CONSTRAINTS[name]
+        if not any(check(value) for _, check in allowed):
+            texts = [text for text, _ in allowed]
+            expected = texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " or " + texts[-1]
+            raise ValueError(f"The {name!r} parameter of nested_cv must be {expected}. Got {value!r} instead.")
+
+
+def _fold_seeds(estimator_seed, n_folds, random_state):
+    """The ``random_state`` of each outer fit: the estimator's own, else one drawn per fold.
+
+    AutoClassifier draws a seed when its ``random_state`` is None but does not expose it, and the
+    best trial can only be rebuilt with the seed its search used: so nested_cv fixes it here.
+    """
+    if estimator_seed is not None:
+        return [estimator_seed] * n_folds
+    return check_random_state(random_state).randint(0, 2**31 - 1, size=n_folds).tolist()
+
+
+def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
+    """Fit ``estimator`` on the training rows, score it, its best trial and the baselines on the test rows."""
+    X_train, y_train, X_test = _take(X, train), _take(y, train), _take(X, test)
+    started = time.perf_counter()
+    fitted = estimator.fit(X_train, y_train)
+    seconds = time.perf_counter() - started
+    metric = get_metric(fitted.metric_, len(classes))
+    seed = fitted.random_state
+    scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
+    with warnings.catch_warnings():
+        # The inner fit has already warned about the same repairs (dropped columns).
+        warnings.simplefilter("ignore", DataRepairWarning)
+        X_tr, y_tr, classes_tr, profile = check_training_data(X_train, y_train, n_folds=1)
+        X_te = check_prediction_data(X_test, profile)
+    models = {
+        "best_single": _best_single(fitted),
+        "dummy": DummyClassifier(strategy="prior"),
+        "logreg": _logreg_baseline(profile),
+        "hgb": _hgb_baseline(profile, seed),
+    }
+    for name, model in models.items():
+        scores[name] = np.nan
+        if model is not None:
+            model.fit(X_tr, y_tr)
+            proba = _align(model.predict_proba(X_te), classes_tr[model.classes_], classes)
+            scores[name] = metric(y_test, proba)
+    sign = 1.0 if metric.greater_is_better else -1.0
+    board = fitted.leaderboard_
+    return {
+        "fold": number, "n_train": fitted.profile_.n_samples, "n_test": len(test),
+        "ensemble": scores["ensemble"], "best_single": scores["best_single"],
+        "inner_best": fitted.best_score_, "inner_best_std": fitted.best_score_std_,
+        "inner_ensemble": fitted.ensemble_score_,
+        "optimism_gap": sign * (fitted.best_score_ - scores["best_single"]),
+        "dummy": scores["dummy"], "logreg": scores["logreg"], "hgb": scores["hgb"],
+        "best_family": fitted.best_params_.get("model"), "n_trials": len(board),
+        "n_complete": int((board["state"] == "COMPLETE").sum()), "fit_seconds": seconds,
+        "seed": seed, "metric": metric.name,
+    }
+
+
+def _take(data, index):
+    """Rows ``index`` of X or y as given: by position for pandas, else of an array."""
+    if hasattr(data, "iloc"):
+        return data.iloc[index]
+    if isinstance(data, np.ndarray):
+        return data[index]
+    # Lists of mixed rows: an object array keeps numbers numbers and strings strings.
+    return np.asarray(data, dtype=object)[index]
+
+
+def _align(proba, labels, classes):
+    """Place the columns of ``proba`` (one per label of ``labels``) in those of the full ``classes``.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_labels)
+    labels : ndarray of shape (n_labels,)
+        The model's classes, a subset of ``classes``, in its column order.
+    classes : ndarray of shape (n_classes,)
+
+    Returns
+    -------
+    full : ndarray of shape (n_samples, n_classes)
+        Zero in the columns of classes the model never saw.
+    """
+    columns = pd.Index(classes).get_indexer(labels)
+    if (columns < 0).any():
+        raise ValueError(f"Labels {list(labels)} are not all among the classes {list(classes)}.")
+    full = np.zeros((len(proba), len(classes)))
+    full[:, columns] = proba
+    return full
+
+
+def _best_single(fitted):
+    """The best complete trial's pipeline, rebuilt unfitted; None when no trial completed."""
+    if not fitted.best_params_:
+        return None
+    specs = resolve_components(fitted.include, fitted.components, fitted.profile_)
+    return rebuild(fitted.best_params_, fitted.profile_, specs, fitted.random_state)
+
+
+def _logreg_baseline(profile):
+    """Logistic regression with default C after impute + scale (numeric), impute + one-hot (categorical)."""
+    transformers = []
+    if profile.numeric_columns:
+        numeric = Pipeline([("imputer", SimpleImputer(strategy="median")), ("scaler", StandardScaler())])
+        transformers.append(("numeric", numeric, list(profile.numeric_columns)))
+    if profile.categorical_columns:
+        categorical = Pipeline([
+            ("imputer", SimpleImputer(strategy="constant", fill_value="missing")),
+            ("encoder", OneHotEncoder(handle_unknown="ignore", sparse_output=False)),
+        ])
+        transformers.append(("categorical", categorical, list(profile.categorical_columns)))
+    preprocess = ColumnTransformer(transformers, sparse_threshold=0.0)
+    return Pipeline([("preprocess", preprocess), ("model", LogisticRegression(max_iter=1000))])
+
+
+def _hgb_baseline(profile, seed):
+    """Default HistGradientBoosting; categoricals as ordinal codes it splits on natively."""
+    levels = {c: len(profile.categories.get(c, ())) for c in profile.categorical_columns}
+    native = [c for c, n in levels.items() if n <= MAX_NATIVE_CARDINALITY]
+    wide = [c for c, n in levels.items() if n > MAX_NATIVE_CARDINALITY]
+    transformers = []
+    for name, columns in (("native", native), ("wide", wide)):
+        if columns:
+            # Unknown and missing levels become NaN, which the trees route as missing values.
+            encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan,
+                                     encoded_missing_value=np.nan)
+            transformers.append((name, encoder, columns))
+    if profile.numeric_columns:
+        transformers.append(("numeric", "passthrough", list(profile.numeric_columns)))
+    model = HistGradientBoostingClassifier(
+        categorical_features=list(range(len(native))) or None, random_state=seed
+    )
+    return Pipeline([("preprocess", ColumnTransformer(transformers, sparse_threshold=0.0)), ("model", model)])
+
+
+def _summarize(folds):
+    """Mean, standard deviation (ddof=1) and standard error of each quantity over the outer folds."""
+    values = folds[list(QUANTITIES)].astype(float)
+    std = values.std(ddof=1)
+    return pd.DataFrame({"mean": values.mean(), "std": std, "sem": std / np.sqrt(len(values))})
