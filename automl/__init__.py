@@ -9,7 +9,7 @@ and MLflow only when tracking starts.
 """
 
 __version__ = "0.1.0"
-__all__ = ["AutoClassifier", "__version__"]
+__all__ = ["AutoClassifier", "nested_cv", "__version__"]
 
 
 def __getattr__(name):
@@ -17,4 +17,8 @@ def __getattr__(name):
         from .estimator import AutoClassifier
 
         return AutoClassifier
+    if name == "nested_cv":
+        from .nested_cv import nested_cv
+
+        return nested_cv
     raise AttributeError(f"module 'automl' has no attribute {name!r}")

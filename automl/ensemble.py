@@ -4,11 +4,14 @@ Ensemble selection (``ensemble_selection.py``) decides the weights on out-of-fol
 turns those weights into an sklearn classifier that can be fit, cloned, pickled and used to predict.
 """
 
+import os
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 __all__ = ["WeightedEnsembleClassifier"]
 
@@ -128,9 +131,11 @@ class WeightedEnsembleClassifier(ClassifierMixin, BaseEstimator):
         check_consistent_length(X, y)
         members = [self.estimators[i] for i in kept]
         rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
-        fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-            delayed(_fit_member)(member, X, y, train) for member in members for train in rows
-        )
+        # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between them.
+        with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // self.n_jobs)):
+            fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(_fit_member)(member, X, y, train) for member in members for train in rows
+            )
         if self.final_fit == "refit":
             self.estimators_ = fitted
         else:

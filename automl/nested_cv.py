@@ -30,7 +30,6 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 from sklearn.utils import check_random_state
 
 from . import _params as P
-from .components import resolve_components
 from .estimator import AutoClassifier
 from .exceptions import DataRepairWarning, DataValidationError
 from .scoring import get_metric
@@ -71,7 +70,7 @@ class NestedCVReport:
           ``best_single - inner_best`` for a loss; positive means the search flattered its winner;
         - ``dummy``, ``logreg``, ``hgb``: the baselines' scores (see :func:`nested_cv`);
         - ``best_family``, ``n_trials``, ``n_complete``: the winning family, trials started and
-          finished; ``fit_seconds``: wall time of the inner fit; ``seed``: its ``random_state``.
+          finished; ``fit_seconds``: wall time of the inner fit; ``seed``: its ``random_state_``.
     summary : DataFrame of shape (10, 3)
         Index: the quantities ``ensemble, best_single, inner_best, inner_ensemble, optimism_gap,
         dummy, logreg, hgb, fit_seconds, n_trials``. Columns: ``mean``, ``std`` (ddof=1) and
@@ -133,7 +132,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
         fits keep the estimator's own ``n_jobs``.
     random_state : int or None, default=None
         Seed of the outer splitter and, when ``estimator.random_state`` is None, of the seed drawn
-        for each outer fit (so the best trial can be rebuilt with the seed the search used).
+        for each outer fit: the same ``random_state`` gives the same report.
 
     Returns
     -------
@@ -241,8 +240,8 @@ def _check_arguments(estimator, outer_cv, n_jobs, random_state):
 def _fold_seeds(estimator_seed, n_folds, random_state):
     """The ``random_state`` of each outer fit: the estimator's own, else one drawn per fold.
 
-    AutoClassifier draws a seed when its ``random_state`` is None but does not expose it, and the
-    best trial can only be rebuilt with the seed its search used: so nested_cv fixes it here.
+    Drawing them from ``random_state`` here, rather than letting each fit draw its own, makes the
+    whole nested CV reproducible under one seed, sequential or parallel.
     """
     if estimator_seed is not None:
         return [estimator_seed] * n_folds
@@ -256,7 +255,7 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
     fitted = estimator.fit(X_train, y_train)
     seconds = time.perf_counter() - started
     metric = get_metric(fitted.metric_, len(classes))
-    seed = fitted.random_state
+    seed = fitted.random_state_
     scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
     with warnings.catch_warnings():
         # The inner fit has already warned about the same repairs (dropped columns).
@@ -327,8 +326,7 @@ def _best_single(fitted):
     """The best complete trial's pipeline, rebuilt unfitted; None when no trial completed."""
     if not fitted.best_params_:
         return None
-    specs = resolve_components(fitted.include, fitted.components, fitted.profile_)
-    return rebuild(fitted.best_params_, fitted.profile_, specs, fitted.random_state)
+    return rebuild(fitted.best_params_, fitted.profile_, fitted.components_, fitted.random_state_)
 
 
 def _logreg_baseline(profile):
