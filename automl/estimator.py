@@ -267,10 +267,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         report = check_data_leakage(X, y, self.profile_, folds, random_state=seed)
         high = [f.message for f in report.findings if f.severity == "high"]
         if self.leak_check == "raise" and high:
-            raise DataValidationError(
-                f"The leak check found {len(high)} high-severity problem(s): {' '.join(high)} "
-                "Fix the data, or pass leak_check='warn' to fit anyway."
-            )
+            raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "
+                                      f"{' '.join(high)} Fix the data, or pass leak_check='warn'.")
         for finding in report.findings:
             warnings.warn(finding.message, LeakageWarning, stacklevel=3)
         return report
@@ -498,5 +496,4 @@ def _use_fallback(result, fallback):
 
 def _head(X, n=5):
     import pandas as pd
-
     return X.head(n) if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)[:n]).add_prefix("x")
