@@ -32,7 +32,7 @@ from .scoring import get_metric
 from .search import (
     ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
 )
-from .search_space import portfolio, rebuild
+from .search_space import default_pipeline, portfolio, rebuild
 from .tracking import make_tracker
 from .validation import check_prediction_data, check_training_data
 
@@ -467,9 +467,7 @@ def _fit_fallback(X, y, profile, seed):
     """
     from sklearn.dummy import DummyClassifier
 
-    spec = resolve_components(include=["logreg"])
-    config = next(c for c in portfolio(spec) if c["model"] == "logreg")
-    for member in (rebuild(config, profile, spec, seed), DummyClassifier(strategy="prior")):
+    for member in (default_pipeline("logreg", profile, seed), DummyClassifier(strategy="prior")):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -22,18 +22,16 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils import check_random_state
 
 from . import _params as P
 from .estimator import AutoClassifier
 from .exceptions import DataRepairWarning, DataValidationError
 from .scoring import get_metric
-from .search_space import MAX_NATIVE_CARDINALITY, rebuild
+from .search_space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
 from .validation import check_prediction_data, check_training_data
 
 __all__ = ["NestedCVReport", "nested_cv"]
@@ -159,9 +157,9 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     Scores use the estimator's metric (``metric_``), with each model's probability columns placed
     in the columns of the full label set, so a class missing from a training part scores as
     probability 0. The baselines, fit on the validated training part with ``random_state`` set to
-    the fold's seed, are: ``DummyClassifier(strategy="prior")`` (ROC AUC exactly 0.5); logistic
-    regression with default ``C`` (``max_iter=1000``) after median imputation and standard scaling
-    of numeric columns and constant imputation and one-hot encoding of categorical ones; and a
+    the fold's seed, are: ``DummyClassifier(strategy="prior")`` (ROC AUC exactly 0.5); the
+    portfolio's logistic regression (``C=1``; median imputation with indicators, standard scaling,
+    one-hot encoding: :func:`automl.search_space.default_pipeline`, also the fit's fallback); and a
     default ``HistGradientBoostingClassifier`` reading ordinal-encoded categoricals natively
     (columns with more than 250 levels stay ordinal numbers).
 
@@ -265,7 +263,7 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
     models = {
         "best_single": _best_single(fitted),
         "dummy": DummyClassifier(strategy="prior"),
-        "logreg": _logreg_baseline(profile),
+        "logreg": default_pipeline("logreg", profile, seed),
         "hgb": _hgb_baseline(profile, seed),
     }
     for name, model in models.items():
@@ -327,22 +325,6 @@ def _best_single(fitted):
     if not fitted.best_params_:
         return None
     return rebuild(fitted.best_params_, fitted.profile_, fitted.components_, fitted.random_state_)
-
-
-def _logreg_baseline(profile):
-    """Logistic regression with default C after impute + scale (numeric), impute + one-hot (categorical)."""
-    transformers = []
-    if profile.numeric_columns:
-        numeric = Pipeline([("imputer", SimpleImputer(strategy="median")), ("scaler", StandardScaler())])
-        transformers.append(("numeric", numeric, list(profile.numeric_columns)))
-    if profile.categorical_columns:
-        categorical = Pipeline([
-            ("imputer", SimpleImputer(strategy="constant", fill_value="missing")),
-            ("encoder", OneHotEncoder(handle_unknown="ignore", sparse_output=False)),
-        ])
-        transformers.append(("categorical", categorical, list(profile.categorical_columns)))
-    preprocess = ColumnTransformer(transformers, sparse_threshold=0.0)
-    return Pipeline([("preprocess", preprocess), ("model", LogisticRegression(max_iter=1000))])
 
 
 def _hgb_baseline(profile, seed):

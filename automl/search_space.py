@@ -209,3 +209,26 @@ def portfolio(specs):
     # Round-robin over families, so a short budget tries every family's first default before seconds.
     rounds = max((len(f) for f in per_family), default=0)
     return [f[i] for i in range(rounds) for f in per_family if i < len(f)]
+
+
+def default_pipeline(key, profile, random_state=None):
+    """The first portfolio configuration of the registry family ``key``, built for ``profile``.
+
+    Serves as the fit's fallback model and as the nested-CV baseline of that family.
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`automl.components.DEFAULT_COMPONENTS` with default parameters (e.g. "logreg").
+    profile : DatasetProfile
+    random_state : int or None, default=None
+
+    Returns
+    -------
+    pipeline : sklearn.pipeline.Pipeline
+        Unfitted.
+    """
+    from .components import resolve_components
+
+    specs = resolve_components(include=[key])
+    return rebuild(portfolio(specs)[0], profile, specs, random_state)
