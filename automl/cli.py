@@ -1,6 +1,7 @@
 """The ``automl`` command: thin argparse over the library.
 
-``automl fit data.csv --target col --time-budget 60 --out DIR`` and ``automl predict DIR new.csv``.
+``automl fit data.csv --target col --time-budget 60 --out DIR``, ``automl predict DIR new.csv``,
+``automl evaluate data.csv --target col --outer-cv 3`` (nested CV) and ``automl report RUN_ID``.
 Each subcommand has ``add_parser(subparsers)`` and ``run(args)``; the logic lives in the library.
 Exit codes: 0 success, 1 failure (the error is logged to stderr), 2 bad arguments (argparse).
 """
@@ -8,6 +9,7 @@ Exit codes: 0 success, 1 failure (the error is logged to stderr), 2 bad argument
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 logger = logging.getLogger("automl")
 
@@ -20,41 +22,59 @@ def _read_table(path):
     return pd.read_csv(path)
 
 
-def add_fit_parser(subparsers):
-    p = subparsers.add_parser("fit", help="search, ensemble and save a model")
+def _add_search_arguments(p):
+    """The data and the AutoClassifier settings, shared by fit and evaluate."""
     p.add_argument("data", help="CSV or Parquet file with the features and the target")
     p.add_argument("--target", required=True, help="name of the target column")
-    p.add_argument("--time-budget", type=float, default=60.0, help="wall seconds for the fit (default 60)")
+    p.add_argument("--time-budget", type=float, default=60.0, help="wall seconds per fit (default 60)")
     p.add_argument("--n-trials", type=int, default=None)
     p.add_argument("--metric", default=None)
     p.add_argument("--cv", type=int, default=5)
-    p.add_argument("--n-jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--n-jobs", type=int, default=1, help="worker processes of each search")
     p.add_argument("--random-state", type=int, default=None)
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")
-    p.add_argument("--storage", default=None, help="Optuna storage URL or journal path")
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--no-tracking", action="store_true")
+
+
+def _estimator(args, **extra):
+    from .estimator import AutoClassifier
+
+    return AutoClassifier(
+        time_budget=args.time_budget, n_trials=args.n_trials, metric=args.metric, cv=args.cv,
+        n_jobs=args.n_jobs, random_state=args.random_state,
+        include=args.include.split(",") if args.include else None,
+        tracking=not args.no_tracking, tracking_uri=args.tracking_uri, **extra,
+    )
+
+
+def _read_training(args):
+    frame = _read_table(args.data)
+    if args.target not in frame.columns:
+        raise ValueError(f"Target column {args.target!r} is not in {args.data}; columns: {list(frame.columns)}")
+    return frame.drop(columns=[args.target]), frame[args.target]
+
+
+def add_fit_parser(subparsers):
+    p = subparsers.add_parser("fit", help="search, ensemble and save a model")
+    _add_search_arguments(p)
+    p.add_argument("--storage", default=None, help="Optuna storage URL or journal path")
     p.add_argument("--out", required=True, help="folder to save the model in")
+    p.add_argument("--report", default=None, help="also write the HTML report (and its JSON) here")
     p.set_defaults(run=run_fit)
 
 
 def run_fit(args):
-    from .estimator import AutoClassifier
     from .persistence import save
 
-    frame = _read_table(args.data)
-    if args.target not in frame.columns:
-        raise ValueError(f"Target column {args.target!r} is not in {args.data}; columns: {list(frame.columns)}")
-    model = AutoClassifier(
-        time_budget=args.time_budget, n_trials=args.n_trials, metric=args.metric, cv=args.cv,
-        n_jobs=args.n_jobs, random_state=args.random_state,
-        include=args.include.split(",") if args.include else None, storage=args.storage,
-        tracking=not args.no_tracking, tracking_uri=args.tracking_uri,
-    ).fit(frame.drop(columns=[args.target]), frame[args.target])
+    X, y = _read_training(args)
+    model = _estimator(args, storage=args.storage).fit(X, y)
     save(model, args.out)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
           f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
+    if args.report:
+        print(f"report: {model.report(args.report)}")
 
 
 def add_predict_parser(subparsers):
@@ -81,6 +101,57 @@ def run_predict(args):
     out.to_csv(sys.stdout if args.output == "-" else args.output, index=False)
 
 
+def add_evaluate_parser(subparsers):
+    p = subparsers.add_parser(
+        "evaluate", help="nested CV: the whole fit inside outer folds, scored on rows it never saw")
+    _add_search_arguments(p)
+    p.add_argument("--outer-cv", type=int, default=3, help="outer folds (default 3)")
+    p.add_argument("--outer-jobs", type=int, default=1, help="outer folds fitted at once (default 1)")
+    p.add_argument("--json", default=None, help="write the nested-CV report as JSON here")
+    p.add_argument("--report", default=None,
+                   help="then fit on all rows and write the HTML report, nested-CV table included, here")
+    p.set_defaults(run=run_evaluate)
+
+
+def run_evaluate(args):
+    import json
+
+    from .nested_cv import nested_cv
+
+    X, y = _read_training(args)
+    estimator = _estimator(args, verbose=0)
+    report = nested_cv(estimator, X, y, outer_cv=args.outer_cv, n_jobs=args.outer_jobs,
+                       random_state=args.random_state)
+    print(report.folds.drop(columns=["mlflow_run_id"]).to_string(index=False, float_format="%.4f"))
+    print(report.summary.to_string(float_format="%.4f"))
+    ensemble, inner = report.summary.loc["ensemble"], report.summary.loc["inner_best"]
+    print(f"nested CV {report.metric}: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f} (standard error) "
+          f"vs the search's own best {inner['mean']:.4f} (optimistic)"
+          + (f"; MLflow run {report.mlflow_run_id}" if report.mlflow_run_id else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=1))
+    if args.report:
+        model = estimator.set_params(verbose=1).fit(X, y)
+        print(f"report: {model.report(args.report, nested_cv=report)}")
+
+
+def add_report_parser(subparsers):
+    p = subparsers.add_parser("report", help="write the HTML report of a tracked fit from its MLflow run")
+    p.add_argument("run_id", help="the fit's MLflow parent run id (mlflow_run_id_)")
+    p.add_argument("--tracking-uri", default=None, help="default: MLFLOW_TRACKING_URI or ./mlflow.db")
+    p.add_argument("--out", default=None, help="HTML file to write (default: report-<run id>.html)")
+    p.set_defaults(run=run_report)
+
+
+def run_report(args):
+    from .report import write_report
+    from .tracking import read_run_json
+
+    data = read_run_json(args.tracking_uri, args.run_id, "report/report.json")
+    html_path, json_path = write_report(data, args.out or f"report-{args.run_id}.html")
+    print(f"report: {html_path} (data: {json_path})")
+
+
 def main(argv=None):
     """Run the ``automl`` command line.
 
@@ -96,8 +167,8 @@ def main(argv=None):
     """
     parser = argparse.ArgumentParser(prog="automl", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(required=True, dest="command")
-    add_fit_parser(subparsers)
-    add_predict_parser(subparsers)
+    for add_parser in (add_fit_parser, add_predict_parser, add_evaluate_parser, add_report_parser):
+        add_parser(subparsers)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -4,7 +4,9 @@ Ensemble selection (``ensemble_selection.py``) decides the weights on out-of-fol
 turns those weights into an sklearn classifier that can be fit, cloned, pickled and used to predict.
 """
 
+import logging
 import os
+import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -12,6 +14,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
+
+from .exceptions import NoSuccessfulTrialsError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["WeightedEnsembleClassifier"]
 
@@ -273,3 +279,78 @@ def _fit_member(member, X, y, rows=None):
     if rows is None:
         return clone(member).fit(X, y)
     return clone(member).fit(_take_rows(X, rows), y[rows])
+
+
+def members_in_time(chosen, costs, seconds_left):
+    """Drop the lightest members whose final fit would not end in the time left.
+
+    Parameters
+    ----------
+    chosen : dict of int -> float
+        Weight by trial number, from ensemble selection.
+    costs : dict of int -> float
+        Estimated seconds of each member's final fit.
+    seconds_left : float
+        Seconds the final fit may take.
+
+    Returns
+    -------
+    kept : dict of int -> float
+        The heaviest members whose summed cost fits (always at least the heaviest one), weights
+        renormalized to sum to 1, by trial number.
+    """
+    kept, cost = {}, 0.0
+    for number, weight in sorted(chosen.items(), key=lambda item: -item[1]):
+        cost += costs[number]
+        if kept and cost > seconds_left:
+            continue
+        kept[number] = weight
+    if len(kept) < len(chosen):
+        logger.warning("Kept %d of %d ensemble members to end the fit within the time budget.",
+                       len(kept), len(chosen))
+    total = sum(kept.values())
+    return {n: w / total for n, w in sorted(kept.items())}
+
+
+def fit_fallback(X, y, profile, seed):
+    """A cheap, safe model fitted before the search, so even a failed search returns something.
+
+    The portfolio's logistic regression (:func:`automl.search_space.default_pipeline`) as an
+    ensemble of one; a prior-predicting dummy if even that fails; None if both fail.
+    """
+    from sklearn.dummy import DummyClassifier
+
+    from .search_space import default_pipeline
+
+    for member in (default_pipeline("logreg", profile, seed), DummyClassifier(strategy="prior")):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return WeightedEnsembleClassifier(estimators=[member], weights=[1.0]).fit(X, y)
+        except Exception as exc:
+            logger.warning("Fallback model %s failed: %s", type(member).__name__, exc)
+    return None
+
+
+def use_fallback(result, fallback):
+    """Return the fallback model when no trial finished, with a warning; raise if there is none.
+
+    Raises
+    ------
+    NoSuccessfulTrialsError
+        If the fallback could not be fit either; the message quotes the trials' first errors.
+    """
+    from optuna.trial import TrialState
+
+    trials = result.study.get_trials(deepcopy=False, states=(TrialState.PRUNED, TrialState.FAIL))
+    errors = sorted({t.user_attrs.get("error", "") for t in trials} - {""})[:3]
+    if fallback is None:
+        raise NoSuccessfulTrialsError(
+            f"None of {len(trials)} trials finished and the fallback model failed. First errors: {errors}"
+        )
+    warnings.warn(
+        f"None of {len(trials)} started trials finished (first errors: {errors or 'none'}); the model "
+        "is the fallback logistic regression. Raise time_budget or n_trials.", UserWarning,
+        stacklevel=4,  # the caller of fit
+    )
+    return fallback

@@ -15,31 +15,35 @@ from collections.abc import Sequence
 
 import numpy as np
 import optuna
-from optuna.trial import TrialState
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from . import _params as P
 from .components import resolve_components
-from .ensemble import WeightedEnsembleClassifier
+from .dominance import check_in_time
+from .ensemble import WeightedEnsembleClassifier, fit_fallback, members_in_time, use_fallback
 from .ensemble_selection import EnsembleSelection, weighted_average
-from .exceptions import DataValidationError, LeakageWarning, NoSuccessfulTrialsError
+from .exceptions import DataValidationError, LeakageWarning
 from .leakage import LeakageReport, check_data_leakage
 from .objective import CVObjective
 from .persistence import package_versions
+from .report import report_artifacts, report_data, write_report
 from .scoring import get_metric
 from .search import (
     ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
 )
-from .search_space import default_pipeline, portfolio, rebuild
-from .tracking import make_tracker
+from .search_space import portfolio, rebuild
+from .mlflow_model import input_example
+from .tracking import MLflowTracker, make_tracker
 from .validation import check_prediction_data, check_training_data
 
 logger = logging.getLogger(__name__)
 
 # Share of the time budget kept back for ensemble selection and the final fit of the members.
 FINAL_STAGE_SHARE = 0.15
+# Share kept for the model-level leak check after the final fit (skipped when too short).
+MODEL_CHECK_SHARE = 0.05
 # Seconds kept for logging the final model to MLflow (measured: 2-5 s for a 13 MB model on SQLite).
 TRACKING_ALLOWANCE = 4.0
 
@@ -56,9 +60,9 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     time_budget : float or None, default=60
-        Wall-clock seconds for the whole ``fit`` (validation, search, ensemble, final fit). A share
-        (15%) is kept back for the final stage; workers still busy past the search's deadline are
-        stopped. None means no clock: then ``n_trials`` bounds the search.
+        Wall-clock seconds for the whole ``fit`` (validation, search, ensemble, final fit). Shares
+        are kept back for the final fit (15%) and the model-level leak check (5%); workers still
+        busy past the search's deadline are stopped. None: ``n_trials`` bounds the search.
     n_trials : int or None, default=None
         Total trials (complete, pruned and failed). None: as many as ``time_budget`` allows.
     metric : str or None, default=None
@@ -101,7 +105,9 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     leak_check : {"warn", "raise", "off"}, default="warn"
         Before the search, look for target leakage, identifier columns and duplicated rows
         (:func:`automl.leakage.check_data_leakage`). ``"warn"`` issues a ``LeakageWarning`` per
-        finding; ``"raise"`` raises a ``DataValidationError`` on a high-severity one.
+        finding; ``"raise"`` raises a ``DataValidationError`` on a high-severity one. After the
+        final fit, the best pipeline's permutation importance is checked for a dominant column
+        (:mod:`automl.dominance`), in the time left; that check only warns.
 
     Attributes
     ----------
@@ -139,12 +145,12 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     mlflow_run_id_ : str or None
         The parent MLflow run, None when ``tracking=False``.
     leak_report_ : LeakageReport
-        The leak check's findings (column, kind, severity, evidence figures, message); empty when
-        ``leak_check="off"``. Also logged to MLflow as ``leak_report.csv``.
+        Findings of the data and model checks (column, kind, severity, figures, message) and notes
+        on what was checked; empty when ``leak_check="off"``. In MLflow as ``leak_report.csv``.
     mlflow_tracking_uri_ : str or None
         Where it was logged.
     timings_ : dict of str -> float
-        Wall seconds of each stage (``search``, ``ensemble``, ``tracking``, ``total``).
+        Wall seconds of each stage: ``search, ensemble, model_check, tracking, total``.
 
     Examples
     --------
@@ -226,7 +232,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         X_clean, y_enc, self.classes_, self.profile_ = check_training_data(X, y, n_folds=self._n_folds())
         self._set_input_features(X)
-        deadline = None if self.time_budget is None else started + self.time_budget
+        deadline, final = self._deadlines(started)
         metric = get_metric(self.metric, self.profile_.n_classes)
         specs = resolve_components(self.include, self.components, self.profile_)
         seed = self.random_state_ = self._seed()
@@ -238,19 +244,20 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         self.mlflow_tracking_uri_ = tracker.tracking_uri
         self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), versions)
         try:
-            fallback = _fit_fallback(X_clean, y_enc, self.profile_, seed)
+            fallback = fit_fallback(X_clean, y_enc, self.profile_, seed)
             with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
-                result = self._search(X_clean, y_enc, folds, specs, metric, seed, deadline, tracker, workdir)
+                result = self._search(X_clean, y_enc, folds, specs, metric, seed, final, tracker, workdir)
             ensemble_started = time.time()
-            self.ensemble_, weights, hillclimb = self._fit_ensemble(
-                result, X_clean, y_enc, folds, specs, metric, seed, fallback, deadline
-            )
+            self.ensemble_, weights, hillclimb = self._fit_ensemble(result, X_clean, y_enc, folds, specs,
+                                                                    metric, seed, fallback, final)
             self._set_results(result, weights, hillclimb, metric, ensemble_started)
+            self.leak_report_ += self._check_model(X_clean, y_enc, folds, metric, seed, deadline)
+            self.timings_["total"] = time.time() - started  # so far, for the report logged next
             tracker.log_fit_results(
-                tables={"leaderboard.csv": self.leaderboard_,
-                        "leak_report.csv": self.leak_report_.to_frame()},
-                ensemble_weights=weights, model=self,
-                metrics=self._run_metrics(), input_example=_head(X),
+                artifacts={"leaderboard.csv": self.leaderboard_, "leak_report.csv": self.leak_report_.to_frame(),
+                           "ensemble_weights.json": {str(n): w for n, w in weights.items()},
+                           **(report_artifacts(report_data(self)) if tracker.parent_run_id else {})},
+                model=self, metrics=self._run_metrics(), input_example=input_example(X),
             )
         except BaseException:
             tracker.end_fit("FAILED")
@@ -273,6 +280,52 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             warnings.warn(finding.message, LeakageWarning, stacklevel=3)
         return report
 
+    def _check_model(self, X, y, folds, metric, seed, deadline):
+        """Model-level leak check on the best single pipeline (one refit per fold, not per member)."""
+        if self.leak_check == "off" or not self.best_params_:
+            return LeakageReport(())
+        end = None if deadline is None else deadline - (TRACKING_ALLOWANCE if self.tracking else 0.0)
+        best, started = self.leaderboard_.iloc[0], time.time()
+        pipeline = rebuild(self.best_params_, self.profile_, self.components_, seed)
+        report = check_in_time(pipeline, best["seconds"] / best["folds"], X, y, folds, metric, seed, end)
+        self.timings_["model_check"] = time.time() - started
+        return report
+
+    def report(self, path, nested_cv=None):
+        """Write the fit report: an HTML page with plots and, beside it, the same data as JSON.
+
+        Data summary, leaderboard (top 20), best score so far, scores by family, pruning, ensemble
+        vs best single trial, leak findings, nested CV when given, and what repeats the fit (seed,
+        budget, folds, families, versions); no network needed. A tracked fit's MLflow parent run
+        gets both files too (:mod:`automl.report`).
+
+        Parameters
+        ----------
+        path : str or Path
+            The HTML file to write (``.html`` is added when missing); the JSON is written beside
+            it with the suffix ``.json``.
+        nested_cv : NestedCVReport or None, default=None
+            From :func:`automl.nested_cv` on the same configuration and data: the honest estimate
+            shown beside the search's optimistic best score.
+
+        Returns
+        -------
+        path : Path
+            The HTML file written.
+
+        Raises
+        ------
+        NotFittedError
+            If called before ``fit``.
+        """
+        check_is_fitted(self, "ensemble_")
+        data = report_data(self, nested_cv)
+        html_path, _ = write_report(data, path)
+        if self.mlflow_run_id_ is not None:
+            tracker = MLflowTracker.for_run(self.mlflow_tracking_uri_, self.mlflow_run_id_)
+            tracker.log_artifacts(report_artifacts(data))
+        return html_path
+
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
         if self.time_budget is None and self.n_trials is None:
@@ -280,6 +333,13 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
 
     def _n_folds(self):
         return self.cv if isinstance(self.cv, int) else self.cv.get_n_splits()
+
+    def _deadlines(self, started):
+        """Wall-clock ends of the fit and of its final fit (the model leak check comes after)."""
+        if self.time_budget is None:
+            return None, None
+        check = MODEL_CHECK_SHARE * self.time_budget if self.leak_check != "off" else 0.0
+        return started + self.time_budget, started + self.time_budget - check
 
     def _seed(self):
         if self.random_state is not None:
@@ -342,42 +402,22 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, fallback, deadline):
         numbers = sorted(result.oof)
         if not numbers:
-            return _use_fallback(result, fallback), {}, np.nan
+            return use_fallback(result, fallback), {}, np.nan
         selection = EnsembleSelection(ensemble_size=self.ensemble_size, random_state=seed)
         selection.fit([result.oof[n] for n in numbers], y, metric.signed)
         chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
         trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
-        chosen = self._members_in_time(chosen, trials, len(folds), deadline)
+        if deadline is not None:
+            left = deadline - time.time() - (TRACKING_ALLOWANCE if self.tracking else 0.0)
+            # A refit on all rows costs about one fold's fit, duration / (k - 1); bagging the whole duration.
+            share = (1.0 if self.final_fit == "bag" else 1.0 / (len(folds) - 1)) / self.n_jobs
+            chosen = members_in_time(chosen, {n: trials[n].duration.total_seconds() * share for n in chosen}, left)
         members = [rebuild(trials[n].params, self.profile_, specs, seed) for n in chosen]
-        ensemble = WeightedEnsembleClassifier(
-            estimators=members, weights=list(chosen.values()), final_fit=self.final_fit, cv=folds,
-            n_jobs=self.n_jobs,
-        )
+        ensemble = WeightedEnsembleClassifier(estimators=members, weights=list(chosen.values()),
+                                              final_fit=self.final_fit, cv=folds, n_jobs=self.n_jobs)
         # Scored on the members kept, which the time budget may have trimmed.
         hillclimb = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
         return ensemble.fit(X, y), chosen, hillclimb
-
-    def _members_in_time(self, chosen, trials, n_folds, deadline):
-        """Drop the lightest members whose final fit would not end before the deadline.
-
-        A member's refit is estimated from its trial: one fold's fit on (k-1)/k of the rows, so all
-        rows cost about duration / (k - 1); bagging costs the trial's whole duration.
-        """
-        if deadline is None or len(chosen) == 1:
-            return chosen
-        left = deadline - time.time() - (TRACKING_ALLOWANCE if self.tracking else 0.0)
-        share = 1.0 if self.final_fit == "bag" else 1.0 / (n_folds - 1)
-        kept, cost = {}, 0.0
-        for number, weight in sorted(chosen.items(), key=lambda item: -item[1]):
-            cost += trials[number].duration.total_seconds() * share / self.n_jobs
-            if kept and cost > left:
-                continue
-            kept[number] = weight
-        if len(kept) < len(chosen):
-            logger.warning("Kept %d of %d ensemble members to end the fit within the time budget.",
-                           len(kept), len(chosen))
-        total = sum(kept.values())
-        return {n: w / total for n, w in sorted(kept.items())}
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
@@ -458,40 +498,3 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.categorical = True
         tags.non_deterministic = self.random_state is None
         return tags
-
-
-def _fit_fallback(X, y, profile, seed):
-    """A cheap, safe model fitted before the search, so even a failed search returns something.
-
-    The logistic-regression configuration of the portfolio; a prior-predicting dummy if even that fails.
-    """
-    from sklearn.dummy import DummyClassifier
-
-    for member in (default_pipeline("logreg", profile, seed), DummyClassifier(strategy="prior")):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return WeightedEnsembleClassifier(estimators=[member], weights=[1.0]).fit(X, y)
-        except Exception as exc:
-            logger.warning("Fallback model %s failed: %s", type(member).__name__, exc)
-    return None
-
-
-def _use_fallback(result, fallback):
-    trials = result.study.get_trials(deepcopy=False, states=(TrialState.PRUNED, TrialState.FAIL))
-    errors = sorted({t.user_attrs.get("error", "") for t in trials} - {""})[:3]
-    if fallback is None:
-        raise NoSuccessfulTrialsError(
-            f"None of {len(trials)} trials finished and the fallback model failed. First errors: {errors}"
-        )
-    warnings.warn(
-        f"None of {len(trials)} started trials finished (first errors: {errors or 'none'}); the model "
-        "is the fallback logistic regression. Raise time_budget or n_trials.", UserWarning,
-        stacklevel=4,  # the caller of fit
-    )
-    return fallback
-
-
-def _head(X, n=5):
-    import pandas as pd
-    return X.head(n) if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)[:n]).add_prefix("x")

@@ -2,8 +2,9 @@
 
 A search optimizes a leak as eagerly as a signal, so leaks must be shown before the model ships.
 :func:`check_data_leakage` looks at the validated data (target leakage, identifiers, duplicates);
-:func:`check_model_dominance` at a model (one column carrying most of its permutation importance).
-Both return a :class:`LeakageReport` whose findings carry their figures and a message naming them.
+:func:`automl.dominance.check_model_dominance` at a model (one column carrying most of its
+permutation importance). Both return a :class:`LeakageReport` whose findings carry their figures and
+a message naming them.
 Scores use at most :data:`MAX_FOLDS` of the search's folds and :data:`MAX_ROWS` rows: a few seconds
 on 50,000 rows.
 """
@@ -16,15 +17,12 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import pandas as pd
 from scipy.stats import kstest
-from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
-from sklearn.inspection import permutation_importance
 from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
 
 from .objective import aligned_proba
-from .scoring import Metric, get_metric
 
 MAX_ROWS, MAX_FOLDS = 10_000, 3  # cost bounds of the cross-validated scores
 # Target leakage. On the 22 shared classification datasets no column reaches 0.92 alone, and the honest
@@ -44,8 +42,6 @@ ID_MAX_KS = 0.05  # distance from the uniform spread of randomly drawn ids
 _ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|index|idx|serial|number|num|no|nr)$")
 # Duplicates: share of repeated rows from which the finding is high.
 DUPLICATE_SHARE_HIGH = 0.05
-# Model dominance.
-MAX_PERMUTATION_ROWS, N_REPEATS, DOMINANT_SHARE_HIGH = 2_000, 3, 0.8
 # Numbers with at most this many values are scored like categories, by their levels' class frequencies.
 _LEVEL_MODEL_MAX_LEVELS = 64
 
@@ -88,6 +84,8 @@ class LeakageReport:
     ----------
     findings : tuple of LeakFinding
         High severity first, in the order the checks ran.
+    notes : tuple of str, default=()
+        Which checks ran, on what, or why one was skipped.
 
     Examples
     --------
@@ -99,6 +97,11 @@ class LeakageReport:
     """
 
     findings: tuple[LeakFinding, ...]
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other):
+        findings = sorted(self.findings + other.findings, key=lambda f: f.severity != "high")
+        return LeakageReport(tuple(findings), self.notes + other.notes)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per finding.
@@ -174,69 +177,6 @@ def check_data_leakage(X, y, profile, folds, *, random_state=None) -> LeakageRep
     findings += _target_findings(Xs[candidates], ys, sub_folds, profile, scope, purity)
     findings.sort(key=lambda f: f.severity != "high")
     return LeakageReport(tuple(findings))
-
-
-def check_model_dominance(model, X, y, folds, *, metric, random_state=None, threshold=0.5) -> LeakageReport:
-    """Flag a column carrying most of a model's permutation importance.
-
-    The model is refit on the training part of at most ``MAX_FOLDS`` folds; on each held-out part
-    every column is shuffled ``N_REPEATS`` times (at most ``MAX_PERMUTATION_ROWS`` rows) and the drop
-    of the metric is its importance (:func:`sklearn.inspection.permutation_importance`). A column
-    whose mean importance is more than ``threshold`` of the summed positive importances is reported:
-    high above 0.8. A model leaning on one column is where a leak shows; whether it is one depends on
-    whether the column exists at prediction time, which the message asks the user to check.
-
-    Parameters
-    ----------
-    model : sklearn classifier or Pipeline
-        Cloned and refit per fold; it must accept X as given.
-    X : DataFrame of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Encoded labels 0 .. n_classes - 1.
-    folds : list of (ndarray, ndarray)
-        (train, test) index pairs, e.g. the search's outer folds.
-    metric : str or Metric
-        A name for :func:`automl.scoring.get_metric`, or a Metric; losses are negated.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the shuffles.
-    threshold : float, default=0.5
-        Share of the total positive importance above which a column is reported.
-
-    Returns
-    -------
-    report : LeakageReport
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> rng = np.random.default_rng(0)
-    >>> X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
-    >>> y = (X["c"] > 0).to_numpy(dtype=int)
-    >>> folds = [(np.arange(100, 300), np.arange(100)), (np.arange(200), np.arange(200, 300))]
-    >>> report = check_model_dominance(LogisticRegression(), X, y, folds, metric="roc_auc", random_state=0)
-    >>> [(f.column, f.kind, f.severity) for f in report.findings]
-    [('c', 'dominant_feature', 'high')]
-    """
-    y = np.asarray(y, dtype=int)
-    n_classes = int(y.max()) + 1
-    metric = metric if isinstance(metric, Metric) else get_metric(metric, n_classes)
-    rng, importances, scores = check_random_state(random_state), [], []
-
-    def scorer(estimator, X_part, y_part):
-        return metric.signed(y_part, aligned_proba(estimator, X_part, n_classes))
-
-    for train, test in folds[:MAX_FOLDS]:
-        fitted = clone(model).fit(X.iloc[train], y[train])
-        scores.append(scorer(fitted, X.iloc[test], y[test]))
-        test = test[_stratified(y[test], MAX_PERMUTATION_ROWS, rng)]  # rare classes kept for the metric
-        result = permutation_importance(fitted, X.iloc[test], y[test], scoring=scorer, n_repeats=N_REPEATS,
-                                        random_state=rng.randint(2**31 - 1))
-        importances.append(result.importances_mean)
-    mean = pd.Series(np.mean(importances, axis=0), index=X.columns)
-    figures = {"metric": metric.name, "score": _round(np.mean(scores)), "n_folds": len(importances),
-               "n_repeats": N_REPEATS}
-    return LeakageReport(tuple(_dominance_findings(mean, threshold, figures)))
 
 
 # ---- duplicates -------------------------------------------------------------------------------------
@@ -465,25 +405,6 @@ def _identifier_finding(column, evidence, X, y, folds, scope):
         f"Column {column!r} {unique}; its values do not predict the target (cross-validated ROC AUC "
         f"{score:.3f}), so a model can only memorise them: drop it{order}."
     ))
-
-
-# ---- model dominance --------------------------------------------------------------------------------
-def _dominance_findings(importance, threshold, figures):
-    positive = importance.clip(lower=0.0)
-    total = float(positive.sum())
-    share = positive / total if total > 0 else positive * 0.0
-    findings = []
-    for column in share[share > threshold].index:
-        rest = total - positive[column]
-        evidence = {"importance_share": _round(share[column]), "importance": _round(importance[column]),
-                    "other_columns_importance": _round(rest), **figures}
-        severity = "high" if share[column] > DOMINANT_SHARE_HIGH else "medium"
-        findings.append(LeakFinding(str(column), "dominant_feature", severity, evidence, (
-            f"Column {column!r} carries {share[column]:.0%} of the model's permutation importance "
-            f"(shuffling it costs {importance[column]:.3f} {figures['metric']}, all other columns "
-            f"together {rest:.3f}): check that it exists at prediction time, before the outcome."
-        )))
-    return findings
 
 
 def _rows(n):

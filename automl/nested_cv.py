@@ -32,6 +32,7 @@ from .estimator import AutoClassifier
 from .exceptions import DataRepairWarning, DataValidationError
 from .scoring import get_metric
 from .search_space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
+from .tracking import make_tracker
 from .validation import check_prediction_data, check_training_data
 
 __all__ = ["NestedCVReport", "nested_cv"]
@@ -54,7 +55,7 @@ class NestedCVReport:
 
     Attributes
     ----------
-    folds : DataFrame of shape (n_outer_folds, 17)
+    folds : DataFrame of shape (n_outer_folds, 18)
         One row per outer fold, with columns:
 
         - ``fold``, ``n_train``, ``n_test``: the fold's number and the sizes of its two parts
@@ -68,7 +69,8 @@ class NestedCVReport:
           ``best_single - inner_best`` for a loss; positive means the search flattered its winner;
         - ``dummy``, ``logreg``, ``hgb``: the baselines' scores (see :func:`nested_cv`);
         - ``best_family``, ``n_trials``, ``n_complete``: the winning family, trials started and
-          finished; ``fit_seconds``: wall time of the inner fit; ``seed``: its ``random_state_``.
+          finished; ``fit_seconds``: wall time of the inner fit; ``seed``: its ``random_state_``;
+          ``mlflow_run_id``: the inner fit's MLflow parent run (None when untracked).
     summary : DataFrame of shape (10, 3)
         Index: the quantities ``ensemble, best_single, inner_best, inner_ensemble, optimism_gap,
         dummy, logreg, hgb, fit_seconds, n_trials``. Columns: ``mean``, ``std`` (ddof=1) and
@@ -77,12 +79,16 @@ class NestedCVReport:
         The estimator's metric (``metric_`` of the fitted folds), the unit of every score.
     greater_is_better : bool
         Its direction: False for a loss such as ``log_loss``.
+    mlflow_run_id : str or None, default=None
+        The MLflow run ``nested-cv`` holding this report (``nested_cv_folds.csv``,
+        ``nested_cv.json``, summary metrics); None when the estimator was not tracked.
     """
 
     folds: pd.DataFrame
     summary: pd.DataFrame
     metric: str
     greater_is_better: bool
+    mlflow_run_id: str | None = None
 
     def to_dict(self):
         """The report as plain Python values, ready for ``json.dumps``.
@@ -90,12 +96,13 @@ class NestedCVReport:
         Returns
         -------
         report : dict
-            ``metric``, ``greater_is_better``, ``folds`` (a list of one dict per fold) and
-            ``summary`` (quantity -> ``{"mean", "std", "sem"}``). NaN becomes None.
+            ``metric``, ``greater_is_better``, ``mlflow_run_id``, ``folds`` (a list of one dict per
+            fold) and ``summary`` (quantity -> ``{"mean", "std", "sem"}``). NaN becomes None.
         """
         return {
             "metric": self.metric,
             "greater_is_better": self.greater_is_better,
+            "mlflow_run_id": self.mlflow_run_id,
             "folds": json.loads(self.folds.to_json(orient="records")),
             "summary": json.loads(self.summary.to_json(orient="index")),
         }
@@ -213,8 +220,25 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     folds = pd.DataFrame(rows)
     metric = get_metric(folds["metric"].iloc[0], len(classes))
     folds = folds.drop(columns="metric")
-    return NestedCVReport(folds=folds, summary=_summarize(folds), metric=metric.name,
-                          greater_is_better=metric.greater_is_better)
+    report = NestedCVReport(folds=folds, summary=_summarize(folds), metric=metric.name,
+                            greater_is_better=metric.greater_is_better)
+    report.mlflow_run_id = _log_to_mlflow(estimator, report, {"outer_cv": outer_cv, "n_jobs": n_jobs,
+                                                              "random_state": random_state})
+    return report
+
+
+def _log_to_mlflow(estimator, report, arguments):
+    """Log the report as an MLflow run ``nested-cv`` when the estimator tracks; its id or None."""
+    tracker = make_tracker(estimator.tracking, estimator.tracking_uri, estimator.experiment_name)
+    params = {**arguments, **{f"estimator.{k}": v for k, v in estimator.get_params(deep=False).items()}}
+    run_id = tracker.start_fit(params, {"mlflow.runName": "nested-cv", "automl.kind": "nested_cv"})
+    metrics = {f"nested_{q}_{stat}": report.summary.loc[q, stat] for q in QUANTITIES for stat in ("mean", "sem")}
+    tracker.log_fit_results(
+        artifacts={"nested_cv_folds.csv": report.folds, "nested_cv.json": report.to_dict()},
+        metrics={k: float(v) for k, v in metrics.items() if np.isfinite(v)}, model=None, input_example=None,
+    )
+    tracker.end_fit()
+    return run_id
 
 
 def _check_arguments(estimator, outer_cv, n_jobs, random_state):
@@ -283,7 +307,7 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
         "dummy": scores["dummy"], "logreg": scores["logreg"], "hgb": scores["hgb"],
         "best_family": fitted.best_params_.get("model"), "n_trials": len(board),
         "n_complete": int((board["state"] == "COMPLETE").sum()), "fit_seconds": seconds,
-        "seed": seed, "metric": metric.name,
+        "seed": seed, "mlflow_run_id": fitted.mlflow_run_id_, "metric": metric.name,
     }
 
 

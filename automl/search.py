@@ -307,7 +307,8 @@ def _leaderboard_row(trial, weight):
     params = {k: v for k, v in trial.params.items() if k != "model"}
     return [
         trial.number, trial.user_attrs.get("family", trial.params.get("model")), trial.state.name,
-        float(np.mean(scores)) if scores else np.nan, float(np.std(scores)) if scores else np.nan,
+        # One fold has no spread to report: NaN, not a zero that reads as certainty.
+        float(np.mean(scores)) if scores else np.nan, float(np.std(scores)) if len(scores) > 1 else np.nan,
         len(scores), seconds, weight, params, _note(trial, len(scores)),
     ]
 

@@ -4,8 +4,9 @@ The only module that imports mlflow, and only inside the functions that talk to 
 it takes about a second, which a fit without tracking should not pay.
 
 - The parent run gets the params and tags given to ``start_fit``, then the fit's metrics, the
-  tables given (``leaderboard.csv``, ``leak_report.csv``), ``ensemble_weights.json``, and the final model as an MLflow
-  model (sklearn flavour, signature, input example; its URI in the tag ``automl.model_uri``).
+  files given (``leaderboard.csv``, ``leak_report.csv``, ``ensemble_weights.json``, ``report/``),
+  and the final model as an MLflow model (sklearn flavour, signature, input example; its URI in the
+  tag ``automl.model_uri``). :func:`read_run_json` reads a JSON file back.
 - Each trial gets a nested run ``trial-<number>``: params; metrics ``fold_score`` and
   ``running_mean`` (step = fold), ``mean_score``, ``std_score``, ``duration_seconds``; tags
   ``state``, ``family``, ``trial_number``, ``error``. Its logger is a picklable Optuna callback.
@@ -18,9 +19,11 @@ artifacts in ``./mlruns``. From that directory, open them with::
 """
 
 import contextlib
+import json
 import logging
 import os
 import ssl
+import tempfile
 import threading
 import time
 import urllib.error
@@ -324,15 +327,20 @@ class MLflowTracker(_MlflowCaller):
             return None
         return TrialLogger(self.tracking_uri, self.experiment_id, self.parent_run_id)
 
-    def log_fit_results(self, *, tables, ensemble_weights, metrics, model, input_example):
+    @classmethod
+    def for_run(cls, tracking_uri, run_id):
+        """A tracker attached to the run ``run_id`` (e.g. ``mlflow_run_id_``), to log more to it later."""
+        tracker = cls(tracking_uri)
+        tracker.parent_run_id = run_id
+        return tracker
+
+    def log_fit_results(self, *, artifacts, metrics, model, input_example):
         """Log the fit's outcome to the parent run; each part is tried even if another failed.
 
         Parameters
         ----------
-        tables : dict of str -> DataFrame
-            Artifacts by file name (``{"leaderboard.csv": ...}``), saved as CSV without the index.
-        ensemble_weights : dict
-            ``{member: weight}``; saved as ``ensemble_weights.json``, keys as strings.
+        artifacts : dict of str -> DataFrame, dict or str
+            Files by name, see :meth:`log_artifacts`.
         metrics : dict
             ``{name: number}``, logged as metrics of the parent run.
         model : estimator or None
@@ -342,44 +350,37 @@ class MLflowTracker(_MlflowCaller):
             A few raw training rows (NaN, object columns allowed), stored with the model; the
             signature is inferred from them, integer columns as double (served rows may miss them).
         """
-        run_id = self.parent_run_id
-        if run_id is None:
+        if self.parent_run_id is None:
             return
-        for name, table in tables.items():
-            with self._guard(f"log {name}"):
-                self._mlflow().log_text(run_id, table.to_csv(index=False), name)
-        with self._guard("log ensemble_weights.json"):
-            weights = {str(key): float(value) for key, value in ensemble_weights.items()}
-            self._mlflow().log_dict(run_id, weights, "ensemble_weights.json")
+        self.log_artifacts(artifacts)
         with self._guard("log the fit's metrics"):
             client = self._mlflow()
             for batch, _ in _batches(metrics=_metrics(metrics, int(time.time() * 1000))):
-                client.log_batch(run_id, metrics=batch)
+                client.log_batch(self.parent_run_id, metrics=batch)
         if model is not None:
             with self._guard("log the final model"):
-                self.model_uri = self._log_model(model, input_example)
+                from .mlflow_model import log_model
 
-    def _log_model(self, model, input_example):
-        import mlflow.sklearn
-        from mlflow.models import infer_signature
-        client = self._mlflow()
-        signature = None if input_example is None else infer_signature(
-            _schema_example(input_example), model.predict(input_example))
-        # Made here, in our experiment and linked to our run, the LoggedModel need not be guessed
-        # by log_model from MLflow's global active run, which worker processes do not share.
-        logged = client.create_logged_model(self.experiment_id, name="model",
-                                            source_run_id=self.parent_run_id)
-        with _global_tracking_uri(self.tracking_uri):
-            info = mlflow.sklearn.log_model(
-                model, name="model", model_id=logged.model_id, run_id=self.parent_run_id,
-                signature=signature, input_example=input_example,
-                # skops cannot save our estimator (it holds DataFrames such as leaderboard_), and
-                # trying costs a full serialization per fit: cloudpickle, as MLflow did before 3.7.
-                serialization_format="cloudpickle", code_paths=_code_paths(model),
-                pip_requirements=_pip_requirements(),
-            )
-        client.set_tag(self.parent_run_id, "automl.model_uri", info.model_uri)
-        return info.model_uri
+                self.model_uri = log_model(self._mlflow(), self.tracking_uri, self.experiment_id,
+                                           self.parent_run_id, model, input_example)
+
+    def log_artifacts(self, artifacts):
+        """Save files in the parent run's artifacts, replacing files of the same name.
+
+        Parameters
+        ----------
+        artifacts : dict of str -> DataFrame, dict, list or str
+            By file name (``"report/report.json"`` makes a folder): a DataFrame is saved as CSV
+            without the index, a dict or list as JSON, a str as text.
+        """
+        if self.parent_run_id is None:
+            return
+        for name, content in artifacts.items():
+            with self._guard(f"log {name}"):
+                if not isinstance(content, str):
+                    is_json = isinstance(content, (dict, list))
+                    content = json.dumps(content, indent=1) if is_json else content.to_csv(index=False)
+                self._mlflow().log_text(self.parent_run_id, content, name)
 
     def end_fit(self, status="FINISHED"):
         """Close the parent run.
@@ -422,22 +423,14 @@ class NullTracker:
         """Return None: there is no callback to give the study."""
         return None
 
-    def log_fit_results(self, *, tables, ensemble_weights, metrics, model, input_example):
+    def log_fit_results(self, *, artifacts, metrics, model, input_example):
+        """Do nothing."""
+
+    def log_artifacts(self, artifacts):
         """Do nothing."""
 
     def end_fit(self, status="FINISHED"):
         """Do nothing."""
-
-
-def _pip_requirements():
-    """The model's runtime requirements, pinned to what is installed.
-
-    Given explicitly because MLflow's inference takes seconds of the fit's budget, and would pin
-    ``automl`` itself, a name that on PyPI is another project (our package travels in code_paths).
-    """
-    from .persistence import package_versions
-
-    return [f"{name}=={version}" for name, version in package_versions().items() if name != "automl"]
 
 
 def _experiment_id(client, name):
@@ -455,23 +448,6 @@ def _experiment_id(client, name):
     return experiment.experiment_id
 
 
-def _schema_example(input_example):
-    """``input_example`` with integer columns as float64, to infer the model signature from."""
-    # A signature column of type long rejects a served row missing that value, which the pipeline
-    # would impute; double takes both (MLflow's advice for integer columns with missing values).
-    from pandas.api.types import is_integer_dtype
-    columns = [col for col, dtype in input_example.dtypes.items() if is_integer_dtype(dtype)]
-    return input_example.astype({col: "float64" for col in columns})
-
-
-def _code_paths(model):
-    """The automl package directory when the model is one of automl's classes, else None."""
-    # Shipped with the model, it lets `mlflow models predict` run where automl is not installed.
-    if type(model).__module__.split(".")[0] == __name__.split(".")[0]:
-        return [str(Path(__file__).resolve().parent)]
-    return None
-
-
 @contextlib.contextmanager
 def _environ_restored(name):
     """Put the environment variable ``name`` back as it was once the block ends."""
@@ -485,16 +461,40 @@ def _environ_restored(name):
                 os.environ[name] = previous
 
 
-@contextlib.contextmanager
-def _global_tracking_uri(tracking_uri):
-    """Point MLflow's process-wide tracking URI at ``tracking_uri`` for the block only."""
-    # mlflow.sklearn.log_model takes no client: it resolves its store from that global. And
-    # set_tracking_uri also sets (or, given None, unsets) the environment variable.
-    import mlflow
-    previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
-    with _environ_restored("MLFLOW_TRACKING_URI"):
-        mlflow.set_tracking_uri(tracking_uri)
-        try:
-            yield
-        finally:
-            mlflow.set_tracking_uri(previous)
+def read_run_json(tracking_uri, run_id, name):
+    """Read the JSON artifact ``name`` of run ``run_id``.
+
+    Parameters
+    ----------
+    tracking_uri : str or None
+        None means ``MLFLOW_TRACKING_URI`` if set, else ``./mlflow.db``.
+    run_id, name : str
+        The run, and the artifact's path inside it, e.g. ``"report/report.json"``.
+
+    Returns
+    -------
+    content : dict or list
+
+    Raises
+    ------
+    LookupError
+        If the run does not exist in that store, or has no artifact ``name``.
+    """
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    tracking_uri = tracking_uri or _default_tracking_uri()
+    _check_reachable(tracking_uri)
+    client = MlflowClient(tracking_uri)
+    try:
+        client.get_run(run_id)
+    except MlflowException as exc:
+        raise LookupError(f"No MLflow run {run_id!r} at {tracking_uri}.") from exc
+    try:
+        with tempfile.TemporaryDirectory() as folder, _environ_restored("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"):
+            os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # no bar on our stdout
+            path = client.download_artifacts(run_id, name, folder)
+            return json.loads(Path(path).read_text())
+    except (MlflowException, OSError) as exc:
+        raise LookupError(f"Run {run_id!r} at {tracking_uri} has no artifact {name!r} "
+                          f"(runs logged before reports existed have none).") from exc

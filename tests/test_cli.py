@@ -1,5 +1,7 @@
 """The command line, called through main(argv) as a user would type it."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -44,3 +46,23 @@ def test_bad_arguments_exit_2():
     with pytest.raises(SystemExit) as stop:
         main(["fit"])
     assert stop.value.code == 2
+
+
+def test_evaluate_prints_and_writes_the_nested_cv_report(csv_files, capsys):
+    out = csv_files / "nested.json"
+    code = main(["evaluate", str(csv_files / "train.csv"), "--target", "class", "--n-trials", "2",
+                 "--include", "logreg", "--cv", "2", "--outer-cv", "2", "--no-tracking",
+                 "--random-state", "0", "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert len(report["folds"]) == 2 and report["metric"] == "roc_auc"
+    ensemble = report["summary"]["ensemble"]
+    assert f"nested CV roc_auc: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f}" in printed
+    assert report["summary"]["dummy"]["mean"] == 0.5
+
+
+def test_evaluate_refuses_one_outer_fold(csv_files, caplog):
+    code = main(["evaluate", str(csv_files / "train.csv"), "--target", "class", "--outer-cv", "1",
+                 "--no-tracking"])
+    assert code == 1 and "'outer_cv' parameter of nested_cv" in caplog.text

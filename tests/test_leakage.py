@@ -8,14 +8,7 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 from automl import leakage
-from automl.components import resolve_components
-from automl.leakage import (
-    LeakageReport,
-    LeakFinding,
-    check_data_leakage,
-    check_model_dominance,
-)
-from automl.search_space import portfolio, rebuild
+from automl.leakage import LeakageReport, LeakFinding, check_data_leakage
 from automl.validation import check_training_data
 
 FRAME_COLUMNS = ["column", "kind", "severity", "evidence", "message"]
@@ -191,35 +184,6 @@ def test_no_duplicates_no_finding(credit):
     X, y, profile, folds = credit
     assert not X.duplicated().any()
     assert not of_kind(check_data_leakage(X, y, profile, folds), "duplicates")
-
-
-# ---- model dominance ------------------------------------------------------------------------------
-def hgb_pipeline(profile):
-    specs = resolve_components(include=["hgb"])
-    return rebuild(portfolio(specs)[0], profile, specs, random_state=0)
-
-
-def test_dominant_feature_is_flagged(credit):
-    X, y, _, _ = credit
-    approval = y + np.random.default_rng(0).normal(0, 0.3, len(y))
-    X_clean, y_enc, profile, folds = validated(X.assign(approval_score=approval), y, n_folds=3)
-    report = check_model_dominance(hgb_pipeline(profile), X_clean, y_enc, folds, metric="roc_auc",
-                                   random_state=0)
-    (finding,) = report.findings
-    assert (finding.column, finding.kind) == ("approval_score", "dominant_feature")
-    assert finding.evidence["importance_share"] > 0.5
-    assert finding.evidence["n_folds"] == 3 and finding.evidence["metric"] == "roc_auc"
-    assert "'approval_score'" in finding.message and "prediction time" in finding.message
-
-
-def test_shared_importance_is_not_dominance():
-    rng = np.random.default_rng(0)
-    X = pd.DataFrame(rng.normal(size=(600, 3)), columns=["a", "b", "c"])
-    y = (X.sum(axis=1) > 0).to_numpy(dtype=int)
-    X_clean, y_enc, profile, folds = validated(X, y, n_folds=3)
-    report = check_model_dominance(hgb_pipeline(profile), X_clean, y_enc, folds, metric="log_loss",
-                                   random_state=0)
-    assert not report
 
 
 # ---- the report -----------------------------------------------------------------------------------

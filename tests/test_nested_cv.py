@@ -161,3 +161,21 @@ def test_probability_columns_follow_the_full_label_set():
     np.testing.assert_array_equal(full, [[0.0, 0.2, 0.8], [0.0, 0.6, 0.4]])
     with pytest.raises(ValueError, match="not all among the classes"):
         _align(proba, np.array(["b", "z"]), np.array(["a", "b", "c"]))
+
+
+def test_a_tracked_estimator_logs_the_report_as_a_run(credit_g, tmp_path):
+    from automl.tracking import read_run_json
+
+    X, y = credit_g
+    uri = "sqlite:///" + str(tmp_path / "mlflow.db")
+    estimator = AutoClassifier(**{**TINY, "tracking": True, "n_trials": 2}, tracking_uri=uri)
+    report = nested_cv(estimator, X.iloc[:300], y.iloc[:300], outer_cv=2, random_state=0)
+    import mlflow
+
+    run = mlflow.MlflowClient(uri).get_run(report.mlflow_run_id)
+    assert run.info.run_name == "nested-cv" and run.data.params["outer_cv"] == "2"
+    assert run.data.metrics["nested_ensemble_mean"] == pytest.approx(report.summary.loc["ensemble", "mean"])
+    logged = read_run_json(uri, report.mlflow_run_id, "nested_cv.json")
+    assert [f["fold"] for f in logged["folds"]] == [0, 1]
+    # Each outer fit is a tracked fit of its own, named in the fold rows.
+    assert report.folds["mlflow_run_id"].notna().all() and report.folds["mlflow_run_id"].nunique() == 2

@@ -321,6 +321,7 @@ def test_leaderboard_order(direction, order):
     failed = table.set_index("trial").loc[4]
     assert np.isnan(failed["mean"]) and failed["folds"] == 0 and failed["note"] == "ValueError: boom"
     assert table.set_index("trial").loc[0, "weight"] == 0.0
+    assert np.isnan(table.set_index("trial").loc[3, "std"])  # one fold: no spread, not zero
     assert table.index.tolist() == list(range(7))
 
 

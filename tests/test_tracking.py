@@ -23,8 +23,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
+from automl.mlflow_model import _code_paths
 from automl.tracking import (
-    MLflowTracker, NullTracker, TrialLogger, _batches, _code_paths, make_tracker,
+    MLflowTracker, NullTracker, TrialLogger, _batches, make_tracker, read_run_json,
 )
 
 import mlflow  # noqa: E402
@@ -291,8 +292,9 @@ def logged_fit(tracked_study):
     )
     global_state = (mlflow.is_tracking_uri_set(), os.environ.get("MLFLOW_TRACKING_URI"))
     tracker.log_fit_results(
-        tables={"leaderboard.csv": leaderboard},
-        ensemble_weights={0: 0.75, 4: np.float64(0.25)},
+        artifacts={"leaderboard.csv": leaderboard,
+                   "ensemble_weights.json": {"0": 0.75, "4": float(np.float64(0.25))},
+                   "report/notes.txt": "plain text"},
         metrics={"best_mean_score": 0.64, "holdout_accuracy": 0.9},
         model=model,
         input_example=X.head(5),
@@ -314,6 +316,26 @@ def test_log_fit_results_logs_artifacts_and_metrics(logged_fit, client, tmp_path
     pd.testing.assert_frame_equal(pd.read_csv(csv), leaderboard)
     weights = client.download_artifacts(run_id, "ensemble_weights.json", str(tmp_path))
     assert json.loads(Path(weights).read_text()) == {"0": 0.75, "4": 0.25}
+    notes = client.download_artifacts(run_id, "report/notes.txt", str(tmp_path))
+    assert Path(notes).read_text() == "plain text"
+
+
+def test_read_run_json_reads_back_and_names_what_is_missing(logged_fit, mlflow_server):
+    tracker = logged_fit[0]
+    weights = read_run_json(mlflow_server, tracker.parent_run_id, "ensemble_weights.json")
+    assert weights == {"0": 0.75, "4": 0.25}
+    with pytest.raises(LookupError, match="has no artifact 'report/report.json'"):
+        read_run_json(mlflow_server, tracker.parent_run_id, "report/report.json")
+    with pytest.raises(LookupError, match="No MLflow run 'f00'"):
+        read_run_json(mlflow_server, "f00", "report/report.json")
+
+
+def test_for_run_logs_to_a_finished_run(logged_fit, client, mlflow_server, tmp_path):
+    run_id = logged_fit[0].parent_run_id
+    tracker = MLflowTracker.for_run(mlflow_server, run_id)
+    tracker.log_artifacts({"later.json": {"a": 1}})
+    assert tracker.n_failures == 0
+    assert read_run_json(mlflow_server, run_id, "later.json") == {"a": 1}
 
 
 def test_logged_model_loads_and_predicts(logged_fit, mlflow_server, monkeypatch):
@@ -379,7 +401,7 @@ def test_unreachable_server_is_counted_and_warned_once_not_raised(caplog):
         assert tracker.start_fit({"n_rows": 1}, {}) is None
         assert tracker.trial_logger() is None
         tracker.log_fit_results(
-            tables={"leaderboard.csv": pd.DataFrame()}, ensemble_weights={}, metrics={}, model=None,
+            artifacts={"leaderboard.csv": pd.DataFrame()}, metrics={}, model=None,
             input_example=None,
         )
         tracker.end_fit()
@@ -399,7 +421,7 @@ def test_null_tracker_does_nothing():
     assert tracker.start_fit({"n_rows": 1}, {"task": "binary"}) is None
     assert tracker.trial_logger() is None
     tracker.log_fit_results(
-        tables={"leaderboard.csv": pd.DataFrame()}, ensemble_weights={}, metrics={}, model=None, input_example=None
+        artifacts={"leaderboard.csv": pd.DataFrame()}, metrics={}, model=None, input_example=None
     )
     tracker.end_fit()
     assert (tracker.parent_run_id, tracker.seconds, tracker.n_failures) == (None, 0.0, 0)

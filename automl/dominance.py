@@ -1,0 +1,172 @@
+"""Model-level leak check: one column carrying most of a fitted model's permutation importance.
+
+The data checks of :mod:`automl.leakage` see a column alone; a leak that only shows together with
+the other columns (bank-marketing's ``duration``, known only after the call, scores 0.81 ROC AUC
+alone against 0.80 for the other 19 columns) shows here, as the column the model leans on. Whether
+it is a leak depends on whether the column exists at prediction time, which only the user knows,
+so the finding asks; honest strong columns are flagged too (titanic ``Sex``: 70% of the importance).
+"""
+
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.inspection import permutation_importance
+from sklearn.utils import check_random_state
+
+from .leakage import MAX_FOLDS, LeakageReport, LeakFinding, _round, _stratified
+from .exceptions import LeakageWarning
+from .objective import aligned_proba
+from .scoring import Metric, get_metric
+
+__all__ = ["check_in_time", "check_model_dominance"]
+
+MAX_PERMUTATION_ROWS, MIN_PERMUTATION_ROWS, N_REPEATS, DOMINANT_SHARE_HIGH = 2_000, 200, 3, 0.8
+
+
+def check_model_dominance(model, X, y, folds, *, metric, random_state=None, threshold=0.5,
+                          deadline=None) -> LeakageReport:
+    """Flag a column carrying most of a model's permutation importance.
+
+    The model is refit on the training part of at most ``MAX_FOLDS`` folds; on each held-out part
+    every column is shuffled ``N_REPEATS`` times (at most ``MAX_PERMUTATION_ROWS`` rows) and the drop
+    of the metric is its importance (:func:`sklearn.inspection.permutation_importance`). A column
+    whose mean importance is more than ``threshold`` of the summed positive importances is reported:
+    high above 0.8. A model leaning on one column is where a leak shows; whether it is one depends on
+    whether the column exists at prediction time, which the message asks the user to check.
+
+    Parameters
+    ----------
+    model : sklearn classifier or Pipeline
+        Cloned and refit per fold; it must accept X as given.
+    X : DataFrame of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Encoded labels 0 .. n_classes - 1.
+    folds : list of (ndarray, ndarray)
+        (train, test) index pairs, e.g. the search's outer folds.
+    metric : str or Metric
+        A name for :func:`automl.scoring.get_metric`, or a Metric; losses are negated.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the shuffles.
+    threshold : float, default=0.5
+        Share of the total positive importance above which a column is reported.
+    deadline : float or None, default=None
+        Wall-clock time (``time.time()``) to end by: no fold starts after it, and the rows
+        shuffled are cut to what the time left allows (timed from scoring the fold's test part).
+        If fewer than ``MIN_PERMUTATION_ROWS`` fit, the fold is not scored and, with no fold
+        scored, the report says so in ``notes``.
+
+    Returns
+    -------
+    report : LeakageReport
+        Findings, and a note of what was scored (folds, rows, seconds).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    >>> y = (X["c"] > 0).to_numpy(dtype=int)
+    >>> folds = [(np.arange(100, 300), np.arange(100)), (np.arange(200), np.arange(200, 300))]
+    >>> report = check_model_dominance(LogisticRegression(), X, y, folds, metric="roc_auc", random_state=0)
+    >>> [(f.column, f.kind, f.severity) for f in report.findings]
+    [('c', 'dominant_feature', 'high')]
+    """
+    y = np.asarray(y, dtype=int)
+    n_classes = int(y.max()) + 1
+    metric = metric if isinstance(metric, Metric) else get_metric(metric, n_classes)
+    rng, importances, scores, started = check_random_state(random_state), [], [], time.time()
+
+    def scorer(estimator, X_part, y_part):
+        return metric.signed(y_part, aligned_proba(estimator, X_part, n_classes))
+
+    n_rows = []
+    for train, test in folds[:MAX_FOLDS]:
+        if deadline is not None and time.time() >= deadline:
+            break
+        fitted = clone(model).fit(X.iloc[train], y[train])
+        scoring_started = time.time()
+        scores.append(scorer(fitted, X.iloc[test], y[test]))
+        rows = _rows_in_time(len(test), time.time() - scoring_started, X.shape[1], deadline)
+        if rows < min(MIN_PERMUTATION_ROWS, len(test)):
+            break
+        test = test[_stratified(y[test], rows, rng)]  # rare classes kept for the metric
+        result = permutation_importance(fitted, X.iloc[test], y[test], scoring=scorer, n_repeats=N_REPEATS,
+                                        random_state=rng.randint(2**31 - 1))
+        importances.append(result.importances_mean)
+        n_rows.append(len(test))
+    seconds = time.time() - started
+    if not importances:
+        return LeakageReport((), (f"Model check skipped: the time left ({seconds:.1f} s used) was too short "
+                                  f"to shuffle {MIN_PERMUTATION_ROWS} rows per column.",))
+    mean = pd.Series(np.mean(importances, axis=0), index=X.columns)
+    figures = {"metric": metric.name, "score": _round(np.mean(scores)), "n_folds": len(importances),
+               "n_repeats": N_REPEATS}
+    note = (f"Model check: permutation importance on {len(importances)} held-out fold(s), "
+            f"{_span(n_rows)} rows x {N_REPEATS} shuffles per column, {seconds:.1f} s.")
+    return LeakageReport(tuple(_dominance_findings(mean, threshold, figures)), (note,))
+
+
+def _span(values):
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
+
+
+def _rows_in_time(n_test, scoring_seconds, n_columns, deadline):
+    """Rows to shuffle: at most MAX_PERMUTATION_ROWS, fewer when the deadline allows no more."""
+    if deadline is None:
+        return MAX_PERMUTATION_ROWS
+    per_row = max(scoring_seconds, 1e-3) / n_test  # predicting dominates a permutation's cost
+    return int(min(MAX_PERMUTATION_ROWS, (deadline - time.time()) / (per_row * n_columns * N_REPEATS)))
+
+
+# ---- model dominance --------------------------------------------------------------------------------
+def _dominance_findings(importance, threshold, figures):
+    positive = importance.clip(lower=0.0)
+    total = float(positive.sum())
+    share = positive / total if total > 0 else positive * 0.0
+    findings = []
+    for column in share[share > threshold].index:
+        rest = total - positive[column]
+        evidence = {"importance_share": _round(share[column]), "importance": _round(importance[column]),
+                    "other_columns_importance": _round(rest), **figures}
+        severity = "high" if share[column] > DOMINANT_SHARE_HIGH else "medium"
+        findings.append(LeakFinding(str(column), "dominant_feature", severity, evidence, (
+            f"Column {column!r} carries {share[column]:.0%} of the model's permutation importance "
+            f"(shuffling it costs {importance[column]:.3f} {figures['metric']}, all other columns "
+            f"together {rest:.3f}): check that it exists at prediction time, before the outcome."
+        )))
+    return findings
+
+
+def check_in_time(pipeline, fold_seconds, X, y, folds, metric, seed, deadline):
+    """Run :func:`check_model_dominance` if two folds' fits fit before ``deadline``; warn per finding.
+
+    Parameters
+    ----------
+    pipeline : sklearn Pipeline
+        Unfitted, e.g. the search's best trial rebuilt.
+    fold_seconds : float
+        Its measured seconds per CV fold (fit and score), to judge whether the check fits in time.
+    X, y, folds, metric
+        As for :func:`check_model_dominance`.
+    seed : int
+        Its ``random_state``.
+    deadline : float or None
+        Wall-clock time (``time.time()``) to end by; None runs the whole check.
+
+    Returns
+    -------
+    report : LeakageReport
+        With a note saying what was checked, or why the check was skipped.
+    """
+    if deadline is not None and time.time() + 2 * fold_seconds > deadline:
+        return LeakageReport((), ("Model check skipped: the time budget left less than two folds' fit of the "
+                                  f"best trial ({fold_seconds:.1f} s each).",))
+    report = check_model_dominance(pipeline, X, y, folds, metric=metric, random_state=seed, deadline=deadline)
+    for finding in report.findings:
+        warnings.warn(finding.message, LeakageWarning, stacklevel=4)  # the caller of fit
+    return report

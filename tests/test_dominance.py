@@ -1,0 +1,106 @@
+"""Tests of the model-level leak check (automl.dominance) on credit-approval, with a planted leak."""
+
+import time
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.model_selection import StratifiedKFold
+
+from automl.components import resolve_components
+from automl.dominance import MIN_PERMUTATION_ROWS, N_REPEATS, check_in_time, check_model_dominance
+from automl.exceptions import LeakageWarning
+from automl.leakage import LeakageReport, LeakFinding
+from automl.search_space import portfolio, rebuild
+from automl.validation import check_training_data
+
+
+def validated(X, y, n_folds=3):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        X_clean, y_enc, _, profile = check_training_data(X, y, n_folds=n_folds)
+    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X_clean, y_enc))
+    return X_clean, y_enc, profile, folds
+
+
+def hgb_pipeline(profile):
+    specs = resolve_components(include=["hgb"])
+    return rebuild(portfolio(specs)[0], profile, specs, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def leaky(credit):
+    """credit-approval plus 'approval_score', the label plus noise: a column no model should have."""
+    X, y, _, _ = credit
+    approval = y + np.random.default_rng(0).normal(0, 0.3, len(y))
+    return validated(X.assign(approval_score=approval), y)
+
+
+def test_dominant_feature_is_flagged_with_its_figures(leaky):
+    X, y, profile, folds = leaky
+    report = check_model_dominance(hgb_pipeline(profile), X, y, folds, metric="roc_auc", random_state=0)
+    (finding,) = report.findings
+    assert (finding.column, finding.kind, finding.severity) == ("approval_score", "dominant_feature", "high")
+    assert finding.evidence["importance_share"] > 0.8
+    assert finding.evidence["n_folds"] == 3 and finding.evidence["metric"] == "roc_auc"
+    assert "'approval_score'" in finding.message and "prediction time" in finding.message
+    # 230 test rows per fold, all shuffled: fewer than the 2,000-row cap.
+    (note,) = report.notes
+    assert note.startswith("Model check: permutation importance on 3 held-out fold(s), 230 rows x 3 shuffles")
+
+
+def test_shared_importance_is_not_dominance():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(600, 3)), columns=["a", "b", "c"])
+    y = (X.sum(axis=1) > 0).to_numpy(dtype=int)
+    X_clean, y_enc, profile, folds = validated(X, y)
+    report = check_model_dominance(hgb_pipeline(profile), X_clean, y_enc, folds, metric="log_loss",
+                                   random_state=0)
+    assert not report and len(report.notes) == 1
+
+
+def test_a_passed_deadline_skips_the_check_and_says_so(leaky):
+    X, y, profile, folds = leaky
+    report = check_model_dominance(hgb_pipeline(profile), X, y, folds, metric="roc_auc", random_state=0,
+                                   deadline=time.time() - 1)
+    assert report.findings == () and report.notes[0].startswith("Model check skipped")
+
+
+def test_a_short_deadline_scores_fewer_folds(leaky, monkeypatch):
+    X, y, profile, folds = leaky
+    # After the first fold, the clock says the deadline has passed: one fold is scored, not three.
+    clock = iter([100.0, 100.0, 100.0, 100.0, 100.5, 200.0])
+    monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: next(clock, 300.0)))
+    report = check_model_dominance(hgb_pipeline(profile), X, y, folds, metric="roc_auc", random_state=0,
+                                   deadline=150.0)
+    (finding,) = report.findings
+    assert finding.evidence["n_folds"] == 1 and "on 1 held-out fold(s)" in report.notes[0]
+
+
+def test_rows_shuffled_shrink_to_the_time_left(monkeypatch):
+    from automl.dominance import _rows_in_time
+
+    monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: 0.0))
+    # 0.01 s to score 100 rows -> 1e-4 s a row; 10 columns x 3 shuffles -> 3e-3 s a row shuffled.
+    assert _rows_in_time(100, 0.01, 10, deadline=None) == 2000
+    assert _rows_in_time(100, 0.01, 10, deadline=1.5) == 500
+    assert _rows_in_time(100, 0.01, 10, deadline=0.3) == 100 < MIN_PERMUTATION_ROWS
+    assert N_REPEATS == 3
+
+
+def test_check_in_time_skips_when_two_folds_do_not_fit_and_warns_otherwise(leaky):
+    X, y, profile, folds = leaky
+    skipped = check_in_time(hgb_pipeline(profile), 5.0, X, y, folds, "roc_auc", 0, time.time() + 9.0)
+    assert skipped.findings == () and "5.0 s each" in skipped.notes[0]
+    with pytest.warns(LeakageWarning, match="'approval_score' carries"):
+        report = check_in_time(hgb_pipeline(profile), 0.1, X, y, folds, "roc_auc", 0, None)
+    assert [f.column for f in report.findings] == ["approval_score"]
+
+
+def test_reports_add_up_high_first_with_their_notes():
+    medium = LeakageReport((LeakFinding("a", "identifier", "medium", {}, "m"),), ("data",))
+    high = LeakageReport((LeakFinding("b", "dominant_feature", "high", {}, "h"),), ("model",))
+    total = medium + high
+    assert [f.column for f in total.findings] == ["b", "a"] and total.notes == ("data", "model")

@@ -1,0 +1,156 @@
+"""Tests of the fit report (automl.report): its data, the self-contained page, MLflow and the CLI."""
+
+import base64
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from automl import AutoClassifier
+from automl.cli import main
+from automl.nested_cv import QUANTITIES, NestedCVReport
+from automl.report import TOP_N, render_html, report_data, write_report
+from automl.tracking import read_run_json
+
+
+@pytest.fixture(scope="module")
+def tracked(load_shared, tmp_path_factory):
+    """A small tracked search on credit-g (1,000 rows), logged to a SQLite MLflow store."""
+    X, y = load_shared("credit-g.csv", "class")
+    uri = "sqlite:///" + str(tmp_path_factory.mktemp("mlflow") / "mlflow.db")
+    model = AutoClassifier(time_budget=None, n_trials=25, include=["logreg", "hgb", "knn"], cv=3,
+                           tracking_uri=uri, verbose=0, random_state=0)
+    model.fit(X, y)
+    return model, uri
+
+
+@pytest.fixture(scope="module")
+def data(tracked):
+    return report_data(tracked[0])
+
+
+def fake_nested():
+    folds = pd.DataFrame({q: [0.7, 0.8] for q in QUANTITIES}).assign(
+        fold=[0, 1], n_train=[500, 500], n_test=[500, 500], best_family=["hgb", "logreg"], mlflow_run_id=None)
+    summary = pd.DataFrame({"mean": 0.75, "std": 0.0707, "sem": 0.05}, index=list(QUANTITIES))
+    return NestedCVReport(folds=folds, summary=summary, metric="roc_auc", greater_is_better=True)
+
+
+def test_data_is_strict_json_with_every_section(data):
+    json.dumps(data, allow_nan=False)  # NaN became None: any JSON reader takes it
+    assert set(data) == {"format", "version", "created", "estimator", "data", "search", "trials", "leaderboard",
+                         "pruning", "ensemble", "leakage", "nested_cv", "reproducibility"}
+    assert data["nested_cv"] is None and data["estimator"] == "AutoClassifier"
+
+
+def test_data_summarizes_the_fit_it_came_from(tracked, data):
+    model = tracked[0]
+    board = model.leaderboard_
+    assert data["data"]["n_samples"] == 1000 and data["data"]["classes"] == ["bad", "good"]
+    assert data["data"]["class_counts"] == [300, 700]
+    assert len(data["trials"]) == len(board) == 25 and len(data["leaderboard"]) == min(TOP_N, 25)
+    assert data["leaderboard"][0]["mean"] == pytest.approx(model.best_score_)
+    assert data["search"]["best_score"] == pytest.approx(model.best_score_)
+    assert data["search"]["states"] == board["state"].value_counts().to_dict()
+    assert [t["trial"] for t in data["trials"]] == sorted(board["trial"])
+
+
+def test_pruning_figures_count_the_folds_not_run(tracked, data):
+    board = tracked[0].leaderboard_
+    pruning = data["pruning"]
+    assert pruning["n_folds"] == 3 and pruning["folds_run"] == board["folds"].sum()
+    assert pruning["folds_full_cv"] == 3 * len(board)
+    pruned = board[board["state"] == "PRUNED"]
+    assert pruning["n_pruned"] == len(pruned) > 0
+    assert pruning["folds_saved"] == (3 - pruned["folds"]).sum() > 0
+    assert sum(row["n_trials"] for row in pruning["trials_by_folds"]) == len(board)
+
+
+def test_ensemble_members_carry_the_weights_of_the_leaderboard(tracked, data):
+    model = tracked[0]
+    members = data["ensemble"]["members"]
+    weights = model.leaderboard_.set_index("trial")["weight"]
+    assert members and sum(m["weight"] for m in members) == pytest.approx(1.0)
+    assert all(weights[m["trial"]] == pytest.approx(m["weight"]) for m in members)
+    assert data["ensemble"]["hillclimb_score"] == pytest.approx(model.ensemble_score_)
+
+
+def test_reproducibility_names_seed_params_families_and_versions(tracked, data):
+    repro = data["reproducibility"]
+    assert repro["random_state"] == 0 and repro["params"]["n_trials"] == 25
+    assert set(repro["components"]) == {"hgb", "logreg", "knn"}
+    assert {"automl", "scikit-learn", "optuna"} <= set(repro["versions"])
+    assert repro["mlflow_run_id"] == tracked[0].mlflow_run_id_
+
+
+def test_page_is_self_contained_with_real_plots(tmp_path, data):
+    html_path, json_path = write_report(data, tmp_path / "sub" / "fit")
+    assert html_path.name == "fit.html" and json_path.name == "fit.json"
+    page = html_path.read_text()
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 4  # progress, families, folds, ensemble weights
+    assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing to fetch
+    for heading in ("Data", "Search", "Pruning", "Ensemble", "Leak check", "Nested CV", "Reproducibility"):
+        assert f"<h2>{heading}</h2>" in page
+    # Drawn from the JSON alone: the page from the file equals the page from the data.
+    assert render_html(json.loads(json_path.read_text())) == page
+
+
+def test_page_escapes_text_from_the_data(data):
+    hostile = json.loads(json.dumps(data))
+    hostile["data"]["columns"][0]["column"] = "<script>alert(1)</script>"
+    page = render_html(hostile)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_nested_cv_table_is_shown_when_given(tracked, tmp_path):
+    model = tracked[0]
+    data = report_data(model, nested_cv=fake_nested())
+    assert data["nested_cv"]["summary"]["ensemble"]["mean"] == 0.75
+    page = render_html(data)
+    assert "nested CV (honest)" in page and "0.7500 +/- 0.0707" in page
+    assert len(re.findall(r"data:image/png", page)) == 5
+
+
+def test_not_a_report_is_refused():
+    with pytest.raises(ValueError, match="Not an automl report"):
+        render_html({"format": "something else"})
+
+
+def test_report_before_fit_raises(tmp_path):
+    with pytest.raises(NotFittedError):
+        AutoClassifier().report(tmp_path / "r.html")
+
+
+def test_a_tracked_fit_logs_its_report_and_report_replaces_it(tracked, tmp_path):
+    model, uri = tracked
+    logged = read_run_json(uri, model.mlflow_run_id_, "report/report.json")
+    assert logged["search"]["best_score"] == pytest.approx(model.best_score_) and logged["nested_cv"] is None
+    assert logged["reproducibility"]["mlflow_run_id"] == model.mlflow_run_id_
+    path = model.report(tmp_path / "again.html", nested_cv=fake_nested())
+    assert path.exists() and path.with_suffix(".json").exists()
+    again = read_run_json(uri, model.mlflow_run_id_, "report/report.json")
+    assert again["nested_cv"]["metric"] == "roc_auc"
+
+
+def test_cli_report_redraws_a_run(tracked, tmp_path, capsys):
+    model, uri = tracked
+    out = tmp_path / "from_run.html"
+    assert main(["report", model.mlflow_run_id_, "--tracking-uri", uri, "--out", str(out)]) == 0
+    assert str(out) in capsys.readouterr().out
+    assert json.loads(out.with_suffix(".json").read_text())["reproducibility"]["random_state"] == 0
+    assert out.read_text().count("data:image/png") >= 4
+
+
+def test_cli_report_of_an_unknown_run_fails_with_a_message(tracked, caplog):
+    assert main(["report", "0" * 32, "--tracking-uri", tracked[1]]) == 1
+    assert f"No MLflow run '{'0' * 32}'" in caplog.text
+
+
+def test_model_check_note_is_reported(data):
+    assert any(note.startswith("Model check") for note in data["leakage"]["notes"])
+    assert np.isfinite(data["search"]["timings_seconds"]["model_check"])
