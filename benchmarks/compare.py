@@ -1,0 +1,242 @@
+"""Side-by-side benchmark of automl against peers (FLAML, AutoGluon) and plain gradient boosting.
+
+    .venv/bin/python benchmarks/compare.py setup            # peer venvs in benchmarks/.venvs (once)
+    .venv/bin/python benchmarks/compare.py run --suite quick --budgets 60 300 --seeds 0 1 2
+    .venv/bin/python benchmarks/compare.py run --systems ours flaml --datasets kc1 --seeds 0 --budgets 15
+    .venv/bin/python benchmarks/compare.py summarize --csv benchmarks/results/compare.csv
+
+``run`` goes over budgets x seeds x datasets x systems. Each run is a fresh process (the system's
+venv: the library's own for ours/hgb/lgbm, benchmarks/.venvs/<peer> for the peers) that rebuilds the
+stratified 75/25 split of the seed, fits on 75% with the budget and both cores, and scores the
+other 25%. The harness polls the memory of the run's whole process tree every 0.2 s and kills it
+past budget * 2 + 60 s. Each row is appended to the CSV as soon as its run ends; rows already there
+are skipped, so an interrupted run resumes where it stopped (``--retry-failed`` redoes failures,
+``--retry-busy`` the runs that shared the machine with other work: see peers/monitor.py).
+At the end the markdown summary is written next to the CSV (compare.md). Run it with the library's
+venv (.venv/bin/python), whose interpreter also runs ours, hgb and lgbm. See benchmarks/README.md.
+"""
+
+import argparse
+import csv
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from peers.monitor import BUSY_CORES
+from peers.systems import SYSTEMS
+
+BENCH = Path(__file__).resolve().parent
+VENVS = BENCH / ".venvs"
+RESULTS = BENCH / "results"
+PEER_ENVS = ("flaml", "autogluon")
+QUICK = ["kc1", "credit-g", "phoneme", "vehicle", "splice"]
+COLUMNS = [
+    "system", "dataset", "seed", "budget", "status", "error", "task", "metric", "score", "roc_auc",
+    "log_loss", "accuracy", "constant_score", "fit_seconds", "predict_seconds", "process_seconds",
+    "wall_ratio", "peak_rss_mb", "n_train", "n_test", "n_classes", "trials_complete", "trials_pruned",
+    "trials_failed", "trials_killed", "trials_per_minute", "members", "search_seconds",
+    "ensemble_seconds", "tracking_seconds", "total_seconds", "overhead_seconds", "overhead_share",
+    "n_models", "best_model", "system_version", "split_hash", "started_at", "foreign_cpu",
+]
+
+
+# --- setup ----------------------------------------------------------------------------------------
+
+def setup(args):
+    """Create each peer venv (python3 -m venv) and install its pinned requirements into it."""
+    for env in args.peers:
+        venv = VENVS / env
+        if not (venv / "bin" / "python").exists():
+            subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip"]
+        subprocess.run(pip + ["install", "--quiet", "--upgrade", "pip"], check=True)
+        subprocess.run(pip + ["install", "--quiet", "-r", str(BENCH / f"requirements-peers-{env}.txt")],
+                       check=True)
+        check_no_gpu_stack(pip, env)
+
+
+def check_no_gpu_stack(pip, env):
+    """Fail if torch or a CUDA wheel came in: the peers must run as a CPU user would install them."""
+    frozen = subprocess.run(pip + ["list", "--format=freeze"], check=True, capture_output=True,
+                            text=True).stdout.lower().splitlines()
+    heavy = [line for line in frozen if line.startswith(("torch", "nvidia-", "cuda"))]
+    if heavy:
+        sys.exit(f"{env}: GPU packages were installed: {heavy}")
+    print(f"{env}: ok, " + ", ".join(line for line in frozen
+                                     if line.split("==")[0] in {"flaml", "autogluon.tabular", "pandas",
+                                                                "scikit-learn", "lightgbm"}))
+
+
+# --- run ------------------------------------------------------------------------------------------
+
+def python_of(system):
+    env = SYSTEMS[system][0]
+    return Path(sys.executable) if env == "main" else VENVS / env / "bin" / "python"
+
+
+def done_keys(csv_path, retry_failed, retry_busy):
+    """(system, dataset, seed, budget) of the rows already in the CSV, less those to redo."""
+    if not csv_path.exists():
+        return set()
+    with open(csv_path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    done = set()
+    for row in rows:  # in file order: a later row of the same key (a redo) decides
+        key = (row["system"], row["dataset"], int(row["seed"]), float(row["budget"]))
+        redo = ((retry_failed and row["status"] != "ok")
+                or (retry_busy and float(row.get("foreign_cpu") or 0) > BUSY_CORES))
+        (done.discard if redo else done.add)(key)
+    return done
+
+
+def pending_runs(args):
+    """The runs still to do, budget-major then seed and dataset, so partial results compare systems."""
+    done = done_keys(args.csv, args.retry_failed, args.retry_busy)
+    runs = [(system, dataset, seed, budget) for budget in args.budgets for seed in args.seeds
+            for dataset in args.datasets for system in args.systems]
+    missing = sorted({s for s in args.systems if not python_of(s).exists()})
+    if missing:
+        print(f"skipping {missing}: no venv, run `.venv/bin/python benchmarks/compare.py setup` first",
+              flush=True)
+    return [r for r in runs if r not in done and r[0] not in missing]
+
+
+@functools.lru_cache(maxsize=None)
+def split_facts(dataset, seed):
+    """Task, sizes, constant predictor's score and split digest, computed here so failed runs have them."""
+    from peers import data
+    X, y, task = data.load(dataset)
+    _, _, y_train, y_test = data.split(X, y, seed)
+    return {
+        "task": task, "metric": data.primary_metric(task), "n_train": len(y_train),
+        "n_test": len(y_test), "n_classes": y.nunique(),
+        "constant_score": data.constant_score(y_train, y_test, task),
+        "split_hash": data.split_hash(y_test),
+    }
+
+
+def run_one(system, dataset, seed, budget, log_dir):
+    """Run one (system, dataset, seed, budget) in a fresh process; returns its CSV row."""
+    from peers.monitor import run_monitored
+    workdir = Path(tempfile.mkdtemp(prefix=f"compare-{system}-"))
+    out = workdir / "result.json"
+    command = [str(python_of(system)), "-m", "peers.worker", "--system", system, "--dataset", dataset,
+               "--seed", str(seed), "--budget", str(budget), "--out", str(out), "--workdir", str(workdir)]
+    # PYTHONPATH: the worker imports benchmarks/peers; MLflow, if anything logs, writes to the temp dir.
+    env = {**os.environ, "PYTHONPATH": str(BENCH), "MLFLOW_TRACKING_URI": f"sqlite:///{workdir}/mlflow.db"}
+    log_path = log_dir / f"{system}__{dataset}__{seed}.log"
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
+    process = run_monitored(command, budget * 2 + 60, log_path, cwd=workdir, env=env)
+    result = json.loads(out.read_text()) if out.exists() else {}
+    shutil.rmtree(workdir, ignore_errors=True)  # AutoGluon's saved models can be large
+    row = {"system": system, "dataset": dataset, "seed": seed, "budget": budget, "started_at": started_at,
+           **split_facts(dataset, seed), **result, **process}
+    row["status"], row["error"] = outcome(row, process, result, log_path)
+    row["wall_ratio"] = (row.get("fit_seconds") or row["process_seconds"]) / budget
+    return row
+
+
+def outcome(row, process, result, log_path):
+    """'ok', 'failed' or 'timeout', and the error text (one line) of a run that did not succeed."""
+    if process["timed_out"]:
+        return "timeout", f"killed after {process['process_seconds']:.0f} s (limit budget * 2 + 60)"
+    if result.get("status") == "ok" and process["returncode"] == 0:
+        if result["split_hash"] != split_facts(row["dataset"], row["seed"])["split_hash"]:
+            return "failed", "the worker's split differs from the harness's (pandas/scikit-learn versions?)"
+        return "ok", ""
+    error = result.get("error") or last_lines(log_path) or f"exit code {process['returncode']}"
+    return "failed", error.replace("\n", " | ")[:500]
+
+
+def last_lines(path, n=3):
+    lines = [line.strip() for line in Path(path).read_text(errors="replace").splitlines() if line.strip()]
+    return " | ".join(lines[-n:])
+
+
+def append_row(csv_path, row):
+    """Append one row (header first when the file is new): a crash loses at most the run in flight."""
+    new = not csv_path.exists()
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(csv_path, "a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow({k: v for k, v in row.items() if v is not None})
+
+
+def run(args):
+    runs = pending_runs(args)
+    print(f"{len(runs)} runs to do -> {args.csv}", flush=True)
+    for i, (system, dataset, seed, budget) in enumerate(runs, 1):
+        if args.dry_run:
+            print(f"[{i}/{len(runs)}] {system} {dataset} seed={seed} budget={budget:g}")
+            continue
+        log_dir = args.csv.parent / "logs" / f"{budget:g}s"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        row = run_one(system, dataset, seed, budget, log_dir)
+        append_row(args.csv, row)
+        score = f"{row['score']:.4f}" if row["status"] == "ok" else row["error"][:120]
+        print(f"[{i}/{len(runs)}] {system:15s} {dataset:20s} seed={seed} budget={budget:g} "
+              f"{row['status']:7s} {row['metric']}={score} wall={row['process_seconds']:.1f}s "
+              f"rss={row['peak_rss_mb']:.0f}MB other-cpu={row['foreign_cpu']:.2f}", flush=True)
+    if args.csv.exists() and not args.dry_run:
+        write_summary(args.csv, args.csv.with_suffix(".md"))
+
+
+# --- summarize ------------------------------------------------------------------------------------
+
+def write_summary(csv_path, md_path):
+    from peers.summary import summarize
+    md_path.write_text(summarize(csv_path))
+    print(f"summary -> {md_path}", flush=True)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    cmd_setup = commands.add_parser("setup", help="create the peer venvs in benchmarks/.venvs")
+    cmd_setup.add_argument("--peers", nargs="+", default=list(PEER_ENVS), choices=PEER_ENVS)
+    cmd_setup.add_argument("--python", default="python3", help="interpreter the venvs are made from")
+    cmd_run = commands.add_parser("run", help="run systems x datasets x seeds x budgets")
+    cmd_run.add_argument("--suite", choices=["quick", "all"], default="quick",
+                         help=f"quick: {' '.join(QUICK)}; all: every classification dataset of MANIFEST.csv")
+    cmd_run.add_argument("--datasets", nargs="+", help="overrides --suite")
+    cmd_run.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
+    cmd_run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    cmd_run.add_argument("--budgets", nargs="+", type=float, default=[60.0])
+    cmd_run.add_argument("--csv", type=Path, default=RESULTS / "compare.csv")
+    cmd_run.add_argument("--retry-failed", action="store_true", help="redo runs recorded as failed")
+    cmd_run.add_argument("--retry-busy", action="store_true",
+                         help=f"redo runs during which other processes used > {BUSY_CORES} core")
+    cmd_run.add_argument("--dry-run", action="store_true", help="list the pending runs and stop")
+    cmd_sum = commands.add_parser("summarize", help="write the markdown summary of a results CSV")
+    cmd_sum.add_argument("--csv", type=Path, default=RESULTS / "compare.csv")
+    cmd_sum.add_argument("--out", type=Path, help="default: the CSV's path with .md")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    if args.command == "setup":
+        setup(args)
+    elif args.command == "run":
+        from peers import data
+        known = list(data.manifest().index)
+        args.datasets = args.datasets or (QUICK if args.suite == "quick" else known)
+        unknown = sorted(set(args.datasets) - set(known))
+        if unknown:
+            sys.exit(f"unknown datasets {unknown}; the classification datasets are: {' '.join(known)}")
+        args.csv = args.csv.resolve()
+        run(args)
+    else:
+        write_summary(args.csv, args.out or args.csv.with_suffix(".md"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""Markdown summary of a compare.csv: per budget, scores, ranks, wins/ties/losses, costs, our overhead.
+
+Rules (also in benchmarks/README.md):
+
+* The primary metric is ROC AUC on binary datasets (higher is better) and log loss on multiclass ones
+  (lower is better). "good" below is the score with log loss negated, so higher is always better.
+* A failed run (crash or time limit) counts as the constant predictor of its split (ROC AUC 0.5, log
+  loss of the training class prior), as the AutoML Benchmark imputes failures. Systems are then
+  compared on their mean over seeds.
+* Mean rank: per dataset, systems ranked on their mean over seeds (1 = best, ties averaged), then
+  averaged over the datasets that every system in the table ran (had a row for, failed or not).
+* Normalized score: per dataset, 0 = the constant predictor, 1 = the best system's mean over seeds.
+* Wins/ties/losses: a tie when |difference of the means| < max(pooled standard deviation over seeds,
+  0.002), the pooled SD being sqrt((sd_a^2 + sd_b^2) / 2). With one seed the SD is unknown and the
+  0.002 floor alone decides. The SD is the seed-to-seed spread, split noise included: conservative,
+  since every system sees the same splits.
+"""
+
+import numpy as np
+import pandas as pd
+
+from peers.monitor import BUSY_CORES
+
+KEY = ["system", "dataset", "seed", "budget"]
+TIE_FLOOR = 0.002
+OURS, OURS_SINGLE = "ours", "ours-single"
+
+
+def latest(frame):
+    """One row per (system, dataset, seed, budget): the last written (a retried failure replaces it)."""
+    return frame.drop_duplicates(KEY, keep="last").reset_index(drop=True)
+
+
+def with_goodness(frame):
+    """Adds ``value`` (score, or the constant predictor's for a failed run) and ``good`` (higher = better)."""
+    frame = frame.copy()
+    ok = frame["status"] == "ok"
+    frame["value"] = frame["score"].where(ok, frame["constant_score"])
+    sign = np.where(frame["task"] == "binary", 1.0, -1.0)
+    frame["good"] = frame["value"] * sign
+    frame["good_constant"] = frame["constant_score"] * sign
+    return frame
+
+
+def dataset_stats(frame):
+    """Per (dataset, system): mean and SD over seeds of value and good, run and failure counts."""
+    grouped = frame.groupby(["dataset", "system"])
+    return pd.DataFrame({
+        "task": grouped["task"].first(), "value": grouped["value"].mean(),
+        "good": grouped["good"].mean(), "sd": grouped["good"].std(ddof=1).fillna(0.0),
+        "constant": grouped["good_constant"].mean(), "runs": grouped.size(),
+        "failed": grouped["status"].apply(lambda s: int((s != "ok").sum())),
+    })
+
+
+def mean_ranks(stats):
+    """Mean rank per system over the datasets every system ran, and how many datasets that was."""
+    good = stats["good"].unstack("system").dropna()
+    ranks = good.rank(axis=1, ascending=False, method="average")
+    return ranks.mean(), len(good)
+
+
+def normalized_scores(stats):
+    """Per (dataset, system): (good - constant) / (best good - constant)."""
+    best = stats.groupby("dataset")["good"].transform("max")
+    span = (best - stats["constant"]).replace(0.0, np.nan)
+    return (stats["good"] - stats["constant"]) / span
+
+
+def verdict(a, b):
+    """'win', 'tie' or 'loss' of row a against row b of dataset_stats (the module docstring's rule)."""
+    threshold = max(np.sqrt((a["sd"] ** 2 + b["sd"] ** 2) / 2), TIE_FLOOR)
+    difference = a["good"] - b["good"]
+    return "tie" if abs(difference) < threshold else ("win" if difference > 0 else "loss")
+
+
+def head_to_head(stats, system, other):
+    """Per dataset both ran: the verdict of ``system`` against ``other`` and the difference in good."""
+    rows = []
+    for dataset in stats.index.get_level_values("dataset").unique():
+        if (dataset, system) in stats.index and (dataset, other) in stats.index:
+            a, b = stats.loc[(dataset, system)], stats.loc[(dataset, other)]
+            rows.append({"dataset": dataset, "difference": a["good"] - b["good"], "verdict": verdict(a, b)})
+    return pd.DataFrame(rows, columns=["dataset", "difference", "verdict"])
+
+
+# --- markdown -------------------------------------------------------------------------------------
+
+def md_table(frame, floatfmt="{:.4f}"):
+    """A DataFrame as a GitHub markdown table (no tabulate dependency)."""
+    def cell(value):
+        if isinstance(value, (float, np.floating)):
+            return "" if np.isnan(value) else floatfmt.format(value)
+        return str(value)
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def score_table(stats, systems):
+    """Datasets x systems: mean held-out primary metric over seeds, the best in bold, and the winner."""
+    rows = []
+    for dataset, block in stats.groupby(level="dataset"):
+        block = block.droplevel("dataset")
+        best = block["good"].idxmax()
+        row = {"dataset": dataset, "metric": "ROC AUC" if block["task"].iloc[0] == "binary" else "log loss",
+               "constant": abs(block["constant"].iloc[0])}
+        for system in systems:
+            if system in block.index:
+                entry = block.loc[system]
+                text = f"{entry['value']:.4f}" + (f" ({entry['failed']} failed)" if entry["failed"] else "")
+                row[system] = f"**{text}**" if system == best else text
+            else:
+                row[system] = ""
+        row["winner"] = best
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def system_table(frame, stats):
+    """Per system: mean rank, normalized score, datasets won, failures, time and memory."""
+    ranks, n_ranked = mean_ranks(stats)
+    normalized = normalized_scores(stats).groupby(level="system").mean()
+    winners = stats["good"].groupby(level="dataset").idxmax().map(lambda key: key[1]).value_counts()
+    grouped = frame.groupby("system")
+    table = pd.DataFrame({
+        "mean rank": ranks, "normalized score": normalized, "datasets won": winners,
+        "mean accuracy": grouped["accuracy"].mean(),
+        "failures": grouped["status"].apply(lambda s: f"{int((s != 'ok').sum())}/{len(s)}"),
+        "median fit s": grouped["fit_seconds"].median(), "worst wall/budget": grouped["wall_ratio"].max(),
+        "peak RSS max MB": grouped["peak_rss_mb"].max(),
+    })
+    table["datasets won"] = table["datasets won"].fillna(0).astype(int)
+    table = table.sort_values("mean rank").reset_index(names="system")
+    return table, n_ranked
+
+
+def wtl_table(stats, systems):
+    """Wins/ties/losses of ``ours`` against every other system."""
+    rows = []
+    for other in systems:
+        if other == OURS:
+            continue
+        verdicts = head_to_head(stats, OURS, other)["verdict"].value_counts()
+        rows.append({"ours vs": other, "wins": int(verdicts.get("win", 0)), "ties": int(verdicts.get("tie", 0)),
+                     "losses": int(verdicts.get("loss", 0))})
+    return pd.DataFrame(rows)
+
+
+def ensemble_table(stats):
+    """Ours (ensemble) against ours-single (best single trial) per dataset."""
+    duel = head_to_head(stats, OURS, OURS_SINGLE)
+    value = stats["value"]
+    duel.insert(1, OURS, [value[(d, OURS)] for d in duel["dataset"]])
+    duel.insert(2, OURS_SINGLE, [value[(d, OURS_SINGLE)] for d in duel["dataset"]])
+    return duel.rename(columns={"difference": "gain"})
+
+
+OURS_COLUMNS = {"trials_complete": "complete", "trials_pruned": "pruned", "trials_failed": "failed",
+                "trials_per_minute": "complete/min", "members": "members", "fit_seconds": "fit s",
+                "search_seconds": "search s", "ensemble_seconds": "ensemble s", "overhead_seconds": "overhead s"}
+
+
+def ours_table(frame):
+    """Our systems: trial counts, trials completed per minute of search, and our overhead."""
+    ours = frame[frame["system"].str.startswith(OURS) & (frame["status"] == "ok")]
+    table = ours.groupby("system")[list(OURS_COLUMNS)].mean().rename(columns=OURS_COLUMNS)
+    table["overhead share mean"] = ours.groupby("system")["overhead_share"].mean()
+    table["overhead share max"] = ours.groupby("system")["overhead_share"].max()
+    return table.reset_index()
+
+
+def failure_lines(frame):
+    failed = frame[frame["status"] != "ok"]
+    return [f"- {r.system} / {r.dataset} / seed {r.seed}: {r.status}: {r.error}" for r in failed.itertuples()]
+
+
+def timing_caveat(frame):
+    """A warning when runs shared the machine with other work (see peers/monitor.py, foreign_cpu)."""
+    if "foreign_cpu" not in frame:
+        return []
+    busy = frame[frame["foreign_cpu"] > BUSY_CORES]
+    if busy.empty:
+        return []
+    return [f"{len(busy)} of {len(frame)} runs shared the machine with other processes (on average more "
+            f"than {BUSY_CORES} core busy outside the run; worst {busy['foreign_cpu'].max():.2f} core, "
+            f"column foreign_cpu): their wall times, trial counts, wall/budget and timeouts are not "
+            f"comparable. Affected: " + ", ".join(f"{r.system}/{r.dataset}/{r.seed}" for r in busy.itertuples())]
+
+
+def split_warnings(frame):
+    """Dataset/seed pairs whose runs report different test rows (a peer venv split differently)."""
+    hashes = frame.dropna(subset=["split_hash"]).groupby(["dataset", "seed"])["split_hash"].nunique()
+    return [f"- {d} seed {s}: the systems saw different splits" for (d, s), n in hashes.items() if n > 1]
+
+
+def budget_section(frame, budget):
+    frame = with_goodness(frame)
+    systems = [s for s in SYSTEM_ORDER if s in set(frame["system"])] + sorted(
+        set(frame["system"]) - set(SYSTEM_ORDER))
+    stats = dataset_stats(frame)
+    system_summary, n_ranked = system_table(frame, stats)
+    parts = [f"## Budget {budget:g} s ({frame['dataset'].nunique()} datasets, seeds "
+             f"{', '.join(map(str, sorted(frame['seed'].unique())))}, {len(frame)} runs)",
+             "### Held-out score, mean over seeds (ROC AUC: higher is better; log loss: lower)",
+             md_table(score_table(stats, systems)),
+             f"### Systems (mean rank over the {n_ranked} datasets all of them ran)",
+             md_table(system_summary, "{:.3f}")]
+    if OURS in systems:
+        parts += ["### ours: wins / ties / losses (tie: |mean difference| < max(pooled SD over seeds, 0.002))",
+                  md_table(wtl_table(stats, systems))]
+    if OURS in systems and OURS_SINGLE in systems:
+        parts += ["### Ensemble vs best single trial (ours vs ours-single; gain > 0: the ensemble is better)",
+                  md_table(ensemble_table(stats))]
+    if frame["system"].str.startswith(OURS).any():
+        parts += ["### Our trials and overhead (means over successful runs; overhead = fit wall - search - "
+                  "final ensemble fit)", md_table(ours_table(frame), "{:.2f}")]
+    parts += ["### Failures", "\n".join(failure_lines(frame)) or "none"]
+    caveat = timing_caveat(frame)
+    if caveat:
+        parts += ["### Timing caveat"] + caveat
+    warnings = split_warnings(frame)
+    if warnings:
+        parts += ["### Split check FAILED", "\n".join(warnings)]
+    return "\n\n".join(parts)
+
+
+SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-single", "hgb", "lgbm", "flaml",
+                "autogluon", "autogluon-best"]
+
+
+def summarize(csv_path):
+    """The whole markdown report of a results CSV, one section per budget."""
+    frame = latest(pd.read_csv(csv_path))
+    header = [f"# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs). "
+              "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
+    sections = [budget_section(block, budget) for budget, block in frame.groupby("budget")]
+    return "\n\n".join(header + sections) + "\n"

@@ -1,0 +1,131 @@
+"""The systems under test: one fit function each, and the venv it runs in.
+
+A fit function takes ``(X_train, y_train, task, budget, seed, workdir)`` and returns
+``(predict_proba, info)``: a function from features to a DataFrame of class probabilities (one
+column per class label) and a dict of extra CSV fields (version, trial counts, ...). The worker
+times the call, so everything a user would wait for belongs inside it and nothing else does.
+
+Every library is imported inside its function: a worker imports only the system it runs, in a venv
+that may hold nothing else (automl is not installed in the peer venvs, FLAML not in AutoGluon's).
+"""
+
+from importlib.metadata import version
+
+import pandas as pd
+
+N_JOBS = 2  # the machine's two cores, given to every system
+
+
+def _frame(proba, classes):
+    return pd.DataFrame(proba, columns=[str(c) for c in classes])
+
+
+# --- ours -----------------------------------------------------------------------------------------
+
+def _ours(**overrides):
+    def fit(X, y, task, budget, seed, workdir):
+        from automl import AutoClassifier
+        # tracking=False: MLflow logging is an opt-out cost, not part of the search being compared;
+        # its seconds are measured separately by benchmarks/heldout.py.
+        model = AutoClassifier(time_budget=budget, n_jobs=N_JOBS, random_state=seed, verbose=0,
+                               tracking=False, **overrides).fit(X, y)
+        return lambda X_new: _frame(model.predict_proba(X_new), model.classes_), _ours_info(model)
+    return fit
+
+
+def _ours_info(model):
+    """Trial counts and the stage timings from which the summary derives our overhead."""
+    board = model.leaderboard_
+    states = board["state"].value_counts()
+    timings = model.timings_
+    complete = int(states.get("COMPLETE", 0))
+    return {
+        "system_version": version("automl"),
+        "trials_complete": complete, "trials_pruned": int(states.get("PRUNED", 0)),
+        "trials_failed": int(states.get("FAIL", 0)), "trials_killed": int(model.n_trials_killed_),
+        "trials_per_minute": complete / max(timings["search"], 1e-9) * 60,
+        "members": int((board["weight"] > 0).sum()),
+        "search_seconds": timings["search"], "ensemble_seconds": timings["ensemble"],
+        "tracking_seconds": timings["tracking"], "total_seconds": timings["total"],
+    }
+
+
+# --- plain gradient boosting baselines ------------------------------------------------------------
+
+def _category_encoder(X_train, max_levels=None):
+    """Turns non-numeric columns into pandas categoricals with the training levels (unseen -> NaN).
+
+    A column with more than ``max_levels`` levels (titanic's names and tickets: 891 levels; HGB
+    accepts at most 255) becomes its integer codes instead, so the baseline runs on every dataset.
+    """
+    levels = {column: X_train[column].astype("category").cat.categories
+              for column in X_train.columns if not pd.api.types.is_numeric_dtype(X_train[column])}
+
+    def encode(frame):
+        frame = frame.copy()
+        for column, categories in levels.items():
+            frame[column] = pd.Categorical(frame[column], categories=categories)
+            if max_levels is not None and len(categories) > max_levels:
+                frame[column] = frame[column].cat.codes.replace(-1, float("nan"))
+        return frame
+    return encode
+
+
+def hgb(X, y, task, budget, seed, workdir):
+    """Default HistGradientBoostingClassifier, categoricals read natively (categorical_features="from_dtype")."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    encode = _category_encoder(X, max_levels=255)
+    model = HistGradientBoostingClassifier(random_state=seed).fit(encode(X), y)
+    predict = lambda X_new: _frame(model.predict_proba(encode(X_new)), model.classes_)
+    return predict, {"system_version": version("scikit-learn")}
+
+
+def lgbm(X, y, task, budget, seed, workdir):
+    """Default LGBMClassifier, categoricals as the category dtype (LightGBM's native handling)."""
+    from lightgbm import LGBMClassifier
+    encode = _category_encoder(X)
+    model = LGBMClassifier(random_state=seed, n_jobs=N_JOBS, verbose=-1).fit(encode(X), y)
+    predict = lambda X_new: _frame(model.predict_proba(encode(X_new)), model.classes_)
+    return predict, {"system_version": version("lightgbm")}
+
+
+# --- peers ----------------------------------------------------------------------------------------
+
+def flaml(X, y, task, budget, seed, workdir):
+    """flaml.AutoML with the same budget, metric, cores and seed; everything else default."""
+    from flaml import AutoML
+    model = AutoML()
+    metric = "roc_auc" if task == "binary" else "log_loss"
+    model.fit(X, y, task="classification", time_budget=budget, metric=metric, n_jobs=N_JOBS,
+              seed=seed, verbose=0)
+    info = {"system_version": version("flaml"), "n_models": len(model.config_history),
+            "best_model": model.best_estimator}
+    return lambda X_new: _frame(model.predict_proba(X_new), model.classes_), info
+
+
+def _autogluon(presets=None):
+    def fit(X, y, task, budget, seed, workdir):
+        from autogluon.tabular import TabularPredictor
+        metric = "roc_auc" if task == "binary" else "log_loss"
+        # No seed argument: AutoGluon's models use fixed seeds (0 by default), so only the split varies.
+        predictor = TabularPredictor(label=y.name, eval_metric=metric, path=f"{workdir}/autogluon",
+                                     verbosity=2)  # model-level lines in the run log
+        predictor.fit(X.assign(**{y.name: y}), time_limit=budget, presets=presets)
+        info = {"system_version": version("autogluon.tabular"),
+                "n_models": len(predictor.model_names()), "best_model": predictor.model_best}
+        return lambda X_new: predictor.predict_proba(X_new, as_multiclass=True), info
+    return fit
+
+
+# name -> (venv, fit function). "main" is the venv the harness runs in (the library's own).
+SYSTEMS = {
+    "ours": ("main", _ours()),
+    "ours-random": ("main", _ours(sampler="random")),
+    "ours-nopruning": ("main", _ours(pruning=False)),
+    "ours-single": ("main", _ours(ensemble_size=1)),
+    "hgb": ("main", hgb),
+    "lgbm": ("main", lgbm),
+    "flaml": ("flaml", flaml),
+    "autogluon": ("autogluon", _autogluon()),
+    "autogluon-best": ("autogluon", _autogluon("best_quality")),
+}
