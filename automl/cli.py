@@ -26,7 +26,8 @@ def _add_search_arguments(p):
     """The data and the AutoClassifier settings, shared by fit and evaluate."""
     p.add_argument("data", help="CSV or Parquet file with the features and the target")
     p.add_argument("--target", required=True, help="name of the target column")
-    p.add_argument("--time-budget", type=float, default=60.0, help="wall seconds per fit (default 60)")
+    p.add_argument("--time-budget", type=_budget, default=60.0,
+                   help="wall seconds per fit (default 60); 'none' for no clock (then give --n-trials)")
     p.add_argument("--n-trials", type=int, default=None)
     p.add_argument("--metric", default=None)
     p.add_argument("--cv", type=int, default=5)
@@ -35,6 +36,11 @@ def _add_search_arguments(p):
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--no-tracking", action="store_true")
+
+
+def _budget(text):
+    """A number of seconds, or 'none' for no time budget."""
+    return None if text.strip().lower() == "none" else float(text)
 
 
 def _estimator(args, **extra):
@@ -116,8 +122,12 @@ def add_evaluate_parser(subparsers):
 def run_evaluate(args):
     import json
 
+    import numpy as np
+
     from .nested_cv import nested_cv
 
+    if args.json:  # made now, so that a bad path fails before the compute, not after it
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     X, y = _read_training(args)
     estimator = _estimator(args, verbose=0)
     report = nested_cv(estimator, X, y, outer_cv=args.outer_cv, n_jobs=args.outer_jobs,
@@ -125,9 +135,13 @@ def run_evaluate(args):
     print(report.folds.drop(columns=["mlflow_run_id"]).to_string(index=False, float_format="%.4f"))
     print(report.summary.to_string(float_format="%.4f"))
     ensemble, inner = report.summary.loc["ensemble"], report.summary.loc["inner_best"]
+    claim = "no trial finished in any outer fold" if np.isnan(inner["mean"]) else f"{inner['mean']:.4f} (optimistic)"
+    run = f"; MLflow run {report.mlflow_run_id}" if report.mlflow_run_id else ""
     print(f"nested CV {report.metric}: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f} (standard error) "
-          f"vs the search's own best {inner['mean']:.4f} (optimistic)"
-          + (f"; MLflow run {report.mlflow_run_id}" if report.mlflow_run_id else ""))
+          f"vs the search's own best {claim}{run}")
+    if (report.folds["n_complete"] == 0).any():
+        logger.warning("In %d outer fold(s) no trial finished: there the model was the fallback logistic "
+                       "regression. Raise --time-budget.", int((report.folds["n_complete"] == 0).sum()))
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_dict(), indent=1))
     if args.report:

@@ -28,14 +28,14 @@ from .exceptions import DataValidationError, LeakageWarning
 from .leakage import LeakageReport, check_data_leakage
 from .objective import CVObjective
 from .persistence import package_versions
-from .report import report_artifacts, report_data, write_report
+from .report import report_artifacts, report_data, write_model_report
 from .scoring import get_metric
 from .search import (
     ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
 )
 from .search_space import portfolio, rebuild
 from .mlflow_model import input_example
-from .tracking import MLflowTracker, make_tracker
+from .tracking import make_tracker
 from .validation import check_prediction_data, check_training_data
 
 logger = logging.getLogger(__name__)
@@ -128,10 +128,11 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
     best_score_std_ : float
         Standard deviation of its fold scores.
-    ensemble_score_ : float
-        The ensemble's score on the OOF predictions it was selected on (the hillclimb set), as
-        optimistic as ``best_score_``. Not below it, unless members were dropped to end within the
-        time budget (a warning says so). NaN when the fallback was used.
+    ensemble_score_, best_single_oof_score_ : float
+        Scores on all OOF predictions pooled (the hillclimb set) of the ensemble and of the best
+        single trial there; as optimistic as ``best_score_`` (a mean of fold scores). The first is not
+        below the second unless members were dropped to end in time (a warning says so). NaN for
+        the fallback.
     metric_ : str
         The search metric's name.
     random_state_ : int
@@ -283,7 +284,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     def _check_model(self, X, y, folds, metric, seed, deadline):
         """Model-level leak check on the best single pipeline (one refit per fold, not per member)."""
         if self.leak_check == "off" or not self.best_params_:
-            return LeakageReport(())
+            return LeakageReport((), () if self.leak_check == "off" else ("Model check not run: no trial finished.",))
         end = None if deadline is None else deadline - (TRACKING_ALLOWANCE if self.tracking else 0.0)
         best, started = self.leaderboard_.iloc[0], time.time()
         pipeline = rebuild(self.best_params_, self.profile_, self.components_, seed)
@@ -302,8 +303,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         path : str or Path
-            The HTML file to write (``.html`` is added when missing); the JSON is written beside
-            it with the suffix ``.json``.
+            The HTML file (a folder gets ``report.html``; another suffix becomes ``.html``); the JSON
+            goes beside it with the suffix ``.json``.
         nested_cv : NestedCVReport or None, default=None
             From :func:`automl.nested_cv` on the same configuration and data: the honest estimate
             shown beside the search's optimistic best score.
@@ -319,12 +320,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             If called before ``fit``.
         """
         check_is_fitted(self, "ensemble_")
-        data = report_data(self, nested_cv)
-        html_path, _ = write_report(data, path)
-        if self.mlflow_run_id_ is not None:
-            tracker = MLflowTracker.for_run(self.mlflow_tracking_uri_, self.mlflow_run_id_)
-            tracker.log_artifacts(report_artifacts(data))
-        return html_path
+        return write_model_report(self, path, nested_cv)
 
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
@@ -402,7 +398,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, fallback, deadline):
         numbers = sorted(result.oof)
         if not numbers:
-            return use_fallback(result, fallback), {}, np.nan
+            return use_fallback(result, fallback), {}, (np.nan, np.nan)
         selection = EnsembleSelection(ensemble_size=self.ensemble_size, random_state=seed)
         selection.fit([result.oof[n] for n in numbers], y, metric.signed)
         chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
@@ -417,11 +413,12 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
                                               final_fit=self.final_fit, cv=folds, n_jobs=self.n_jobs)
         # Scored on the members kept, which the time budget may have trimmed.
         hillclimb = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
-        return ensemble.fit(X, y), chosen, hillclimb
+        best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
+        return ensemble.fit(X, y), chosen, (hillclimb, best_single)
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
-        self.ensemble_score_ = hillclimb
+        self.ensemble_score_, self.best_single_oof_score_ = hillclimb
         self.leaderboard_ = leaderboard(result.study, weights)
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
         self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan

@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-__all__ = ["report_artifacts", "report_data", "render_html", "write_report"]
+from . import plots
+
+__all__ = ["report_artifacts", "report_data", "render_html", "write_model_report", "write_report"]
 
 FORMAT, VERSION = "automl-report", 1
 TOP_N = 20  # leaderboard rows shown
-_STATE_COLORS = {"COMPLETE": "#1f77b4", "PRUNED": "#bbbbbb", "FAIL": "#d62728", "RUNNING": "#ff7f0e"}
 
 
 # ---- data ------------------------------------------------------------------------------------------
@@ -106,8 +106,8 @@ def _ensemble_summary(model, board):
     members = board[board["weight"] > 0][["trial", "family", "weight", "mean", "std"]]
     return {
         "members": _records(members.sort_values("weight", ascending=False)),
-        "hillclimb_score": model.ensemble_score_, "best_single_score": model.best_score_,
-        "ensemble_size": model.ensemble_size, "final_fit": model.final_fit,
+        "hillclimb_score": model.ensemble_score_, "best_single_oof_score": model.best_single_oof_score_,
+        "ensemble_size": model.ensemble_size, "final_fit": model.final_fit, "fallback": not model.best_params_,
     }
 
 
@@ -146,6 +146,16 @@ def report_artifacts(data):
     return {"report/report.json": data, "report/report.html": render_html(data)}
 
 
+def write_model_report(model, path, nested_cv=None):
+    """:func:`write_report` of a fitted model; a tracked fit's run gets both files (replacing ``report/``)."""
+    data = report_data(model, nested_cv)
+    html_path, _ = write_report(data, path)
+    if model.mlflow_run_id_ is not None:
+        from .tracking import MLflowTracker
+        MLflowTracker.for_run(model.mlflow_tracking_uri_, model.mlflow_run_id_).log_artifacts(report_artifacts(data))
+    return html_path
+
+
 # ---- files -----------------------------------------------------------------------------------------
 def write_report(data, path):
     """Write the HTML page and the JSON data side by side.
@@ -161,14 +171,24 @@ def write_report(data, path):
     -------
     html_path, json_path : Path
     """
-    html_path = Path(path)
-    if html_path.suffix.lower() not in (".html", ".htm"):
-        html_path = html_path.with_name(html_path.name + ".html")
+    html_path = _html_path(path)
     html_path.parent.mkdir(parents=True, exist_ok=True)
+    page = render_html(data)
+    html_path.write_text(page, encoding="utf-8")  # first: it fails if the name is taken by a folder
     json_path = html_path.with_suffix(".json")
-    json_path.write_text(json.dumps(data, indent=1))
-    html_path.write_text(render_html(data), encoding="utf-8")
+    json_path.write_text(json.dumps(data, indent=1), encoding="utf-8")
     return html_path, json_path
+
+
+def _html_path(path):
+    """``path`` as an HTML file: ``report.html`` inside a folder, ``.html`` for another suffix, ``~`` expanded."""
+    folder = str(path).endswith(("/", "\\"))  # Path() would drop the trailing separator
+    path = Path(path).expanduser()
+    if folder or path.is_dir() or path.name in ("", ".", ".."):
+        return path / "report.html"
+    if path.suffix.lower() in (".html", ".htm"):
+        return path
+    return path.with_suffix(".html") if path.suffix.lower() == ".json" else path.with_name(path.name + ".html")
 
 
 # ---- page ------------------------------------------------------------------------------------------
@@ -206,17 +226,14 @@ def render_html(data):
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
-body {{ font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }}
-h1 {{ font-size: 1.4em; }} h2 {{ border-bottom: 1px solid #ccc; margin-top: 2em; }}
-table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }}
-th, td {{ border: 1px solid #ddd; padding: 3px 7px; text-align: right; }}
-th {{ background: #f3f3f3; }} td.text, th.text {{ text-align: left; }}
-.cards {{ display: flex; gap: 1em; flex-wrap: wrap; }}
+body {{ font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }} h1 {{ font-size: 1.4em; }}
+h2 {{ border-bottom: 1px solid #ccc; margin-top: 2em; }} img {{ max-width: 100%; }}
+table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }} th {{ background: #f3f3f3; }}
+th, td {{ border: 1px solid #ddd; padding: 3px 7px; text-align: right; }} td.text, th.text {{ text-align: left; }}
+.cards {{ display: flex; gap: 1em; flex-wrap: wrap; }} .note {{ color: #555; font-size: 0.9em; }}
 .card {{ border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; min-width: 180px; }}
-.card b {{ font-size: 1.3em; display: block; }} .note {{ color: #555; font-size: 0.9em; }}
-.high {{ color: #b00; font-weight: bold; }} .medium {{ color: #b60; }}
-img {{ max-width: 100%; }} code, pre {{ background: #f6f6f6; padding: 2px 4px; }}
-pre {{ white-space: pre-wrap; word-break: break-all; }}
+.card b {{ font-size: 1.3em; display: block; }} .high {{ color: #b00; font-weight: bold; }} .medium {{ color: #b60; }}
+code, pre {{ background: #f6f6f6; padding: 2px 4px; }} pre {{ white-space: pre-wrap; word-break: break-all; }}
 </style></head><body>
 <h1>{title}</h1>
 {body}
@@ -230,6 +247,11 @@ def _e(value):
 
 def _section(title, body):
     return f"<h2>{_e(title)}</h2>\n{body}"
+
+
+def _short(value):
+    """A hyperparameter: 4 significant digits, so 1e-08 stays 1e-08 on a log-scale knob."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _fmt(value, digits=4):
@@ -261,17 +283,22 @@ def _overview(data):
         best_note = "no trial finished: the model is the fallback logistic regression"
     cards = [
         _card(f"best trial CV {search['metric']}", _pm(search["best_score"], search["best_score_std"]), best_note),
-        _card("ensemble on OOF predictions", _fmt(data["ensemble"]["hillclimb_score"]),
+        _card("ensemble on pooled OOF predictions", _fmt(data["ensemble"]["hillclimb_score"]),
               "also optimistic: selected on the same predictions"),
         _card("trials", search["n_trials"], ", ".join(f"{n} {s.lower()}" for s, n in search["states"].items())),
-        _card("fit time", f"{search['timings_seconds'].get('total', float('nan')):.1f} s",
-              f"budget {data['reproducibility']['params'].get('time_budget')} s"),
+        _card("fit time", f"{search['timings_seconds'].get('total', float('nan')):.1f} s", _budget(data)),
     ]
     if nested:
         ens = nested["summary"]["ensemble"]
-        cards.insert(1, _card("nested CV (honest)", _pm(ens["mean"], ens["std"]),
-                              f"{len(nested['folds'])} outer folds, +/- std; standard error {_fmt(ens['sem'])}"))
+        cards.insert(1, _card("nested CV (honest)", _pm(ens["mean"], ens["sem"]),
+                              f"+/- standard error over {len(nested['folds'])} outer folds (std {_fmt(ens['std'])})"))
     return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+def _budget(data):
+    budget = data["reproducibility"]["params"].get("time_budget")
+    trials = data["reproducibility"]["params"].get("n_trials")
+    return (f"budget {budget} s" if budget is not None else "no time budget") + (f", {trials} trials" if trials else "")
 
 
 def _pm(mean, std):
@@ -290,26 +317,34 @@ def _data_section(d):
 
 
 def _leaderboard_table(rows):
-    shown = [{**r, "params": ", ".join(f"{k.split('.')[-1]}={_fmt(v, 4)}" for k, v in (r["params"] or {}).items())}
+    shown = [{**r, "params": ", ".join(f"{k.split('.')[-1]}={_short(v)}" for k, v in (r["params"] or {}).items())}
              for r in rows]
     columns = ["trial", "family", "state", "mean", "std", "folds", "seconds", "weight", "params", "note"]
     return f"<h3>Leaderboard (top {TOP_N})</h3>" + _table(shown, columns, {"family", "state", "params", "note"})
 
 
 def _pruning_section(p, trials):
-    text = (f"<p>{p['n_pruned']} trials stopped early by Hyperband or the time budget. Folds run: "
-            f"{p['folds_run']} of {p['folds_full_cv']} that full {p['n_folds']}-fold CV of every trial would "
-            f"take; {p['folds_saved']} folds saved.</p>")
-    return _section("Pruning", text + _img(_plot_folds(p)))
+    failed = sum(r["n_trials"] for r in p["trials_by_folds"] if r["state"] == "FAIL")
+    text = (f"<p>{p['n_pruned']} trial(s) stopped early by Hyperband or the time budget (state PRUNED) and "
+            f"{failed} failed or were stopped while running (state FAIL). Folds run: {p['folds_run']} of "
+            f"{p['folds_full_cv']} that full {p['n_folds']}-fold CV of every trial would take; "
+            f"{p['folds_saved']} folds saved by early stopping.</p>")
+    return _section("Pruning", text + (_img(plots.folds(p)) if trials else ""))
 
 
 def _ensemble_section(e, search):
+    if e.get("fallback"):
+        return _section("Ensemble", "<p>No trial finished, so there was nothing to select from: the model is "
+                                    "the fallback logistic regression (the portfolio's configuration), fit on "
+                                    "all rows. Raise time_budget or n_trials.</p>")
     text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
             f"out-of-fold predictions: {len(e['members'])} member(s), final fit {_e(e['final_fit'])}. "
-            f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e['best_single_score'])} "
-            f"({_e(search['metric'])}, both on OOF predictions).</p>")
+            f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e['best_single_oof_score'])} "
+            f"({_e(search['metric'])}, both on all OOF predictions pooled; the leaderboard's means average "
+            f"the per-fold scores instead). Members whose final fit would not end in the time budget are "
+            f"dropped, the lightest first, and the score is that of the members kept.</p>")
     table = _table(e["members"], ["trial", "family", "weight", "mean", "std"], {"family"})
-    return _section("Ensemble", text + (_img(_plot_weights(e)) if e["members"] else "") + table)
+    return _section("Ensemble", text + (_img(plots.weights(e)) if e["members"] else "") + table)
 
 
 def _leak_section(leakage):
@@ -340,17 +375,24 @@ def _nested_section(nested):
                                      "on rows it never saw.</p>")
     summary = [{"quantity": q, **v} for q, v in nested["summary"].items()]
     columns = ["fold", "n_train", "n_test", "ensemble", "best_single", "inner_best", "optimism_gap",
-               "dummy", "logreg", "hgb", "best_family", "fit_seconds"]
+               "dummy", "logreg", "hgb", "best_family", "n_trials", "n_complete", "fit_seconds"]
+    empty = [f["fold"] for f in nested["folds"] if not f.get("n_complete")]
+    warning = "" if not empty else (
+        f'<p class="high">In outer fold(s) {", ".join(map(str, empty))} no trial finished: the "ensemble" there '
+        "is the fallback logistic regression, so the estimate measures it, not the search. Raise the budget.</p>")
     text = (f"<p>The whole fit ran inside each outer training part and was scored on its outer test part "
             f"({_e(nested['metric'])}). optimism_gap = inner best CV score minus the same pipeline's outer "
             f"score: positive means the search flattered its winner.</p>")
-    return _section("Nested CV", text + _img(_plot_nested(nested)) + _table(nested["folds"], columns, {"best_family"})
+    return _section("Nested CV", text + warning + _img(plots.nested(nested))
+                    + _table(nested["folds"], columns, {"best_family"})
                     + "<h3>Mean, std and standard error over outer folds</h3>"
                     + _table(summary, ["quantity", "mean", "std", "sem"], {"quantity"}))
 
 
 def _reproducibility_section(r):
-    params = {k: v for k, v in r["params"].items() if v not in (None, (), [])}
+    # Every parameter, None included (time_budget=None differs from the default 60); only the
+    # empty default of `components` is left out. A user's own components print as their repr.
+    params = {k: v for k, v in r["params"].items() if not (k == "components" and v in ((), []))}
     call = "AutoClassifier(" + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())) + ")"
     rows = [{"item": k, "value": v} for k, v in (
         ("random_state (seed used)", r["random_state"]), ("data fingerprint", r["fingerprint"]),
@@ -363,7 +405,7 @@ def _reproducibility_section(r):
     return _section("Reproducibility", text + _table(rows, ["item", "value"], {"item", "value"}))
 
 
-# ---- plots -----------------------------------------------------------------------------------------
+# ---- images -----------------------------------------------------------------------------------------
 def _img(figure):
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
@@ -371,95 +413,7 @@ def _img(figure):
     return f'<p><img alt="plot" src="data:image/png;base64,{encoded}"></p>'
 
 
-def _new_figure(width=8.0, height=3.6):
-    # Figure without pyplot: no global state, no display backend needed.
-    from matplotlib.figure import Figure
-    figure = Figure(figsize=(width, height))
-    return figure, figure.subplots()
-
-
-def _family_colors(families):
-    from matplotlib import colormaps
-    palette = colormaps["tab10"]
-    return {f: palette(i % 10) for i, f in enumerate(sorted(set(families)))}
-
-
 def _search_plots(trials, search):
-    return _img(_plot_progress(trials, search)) + _img(_plot_families(trials, search))
-
-
-def _plot_progress(trials, search):
-    """Each trial's mean CV score in trial order, and the best complete score so far."""
-    figure, ax = _new_figure()
-    frame = pd.DataFrame(trials)
-    done = frame[frame["state"] == "COMPLETE"].dropna(subset=["mean"])
-    colors = _family_colors(frame["family"].dropna())
-    for family, rows in done.groupby("family"):
-        ax.scatter(rows["trial"], rows["mean"], s=18, color=colors[family], label=family)
-    stopped = frame[frame["state"] == "PRUNED"].dropna(subset=["mean"])
-    ax.scatter(stopped["trial"], stopped["mean"], s=12, marker="x", color="#aaaaaa", label="stopped early (partial)")
-    if len(done):
-        best = done["mean"].cummax() if search["greater_is_better"] else done["mean"].cummin()
-        ax.step(done["trial"], best, where="post", color="black", label="best so far")
-    ax.set(xlabel="trial", ylabel=f"mean CV {search['metric']}", title="Search progress")
-    ax.legend(fontsize=7, loc="best", ncol=2)
-    return figure
-
-
-def _plot_families(trials, search):
-    """Distribution of complete trials' scores per model family."""
-    figure, ax = _new_figure(height=3.2)
-    done = pd.DataFrame(trials)
-    done = done[done["state"] == "COMPLETE"].dropna(subset=["mean"])
-    families = sorted(done["family"].unique())
-    colors = _family_colors(pd.DataFrame(trials)["family"].dropna())
-    for i, family in enumerate(families):
-        scores = done.loc[done["family"] == family, "mean"]
-        jitter = np.linspace(-0.15, 0.15, len(scores)) if len(scores) > 1 else [0.0]
-        ax.scatter(i + np.asarray(jitter), scores, s=16, color=colors[family])
-        ax.hlines(scores.median(), i - 0.3, i + 0.3, color="black")
-    ax.set_xticks(range(len(families)), [f"{f}\n(n={int((done['family'] == f).sum())})" for f in families])
-    ax.set(ylabel=f"mean CV {search['metric']}", title="Complete trials by model family (bar: median)")
-    return figure
-
-
-def _plot_folds(pruning):
-    """Trials by the number of folds they ran, split by how they ended."""
-    figure, ax = _new_figure(height=3.0)
-    counts = pd.DataFrame(pruning["trials_by_folds"])
-    folds = np.arange(0, pruning["n_folds"] + 1)
-    bottom = np.zeros(len(folds))
-    if len(counts):
-        for state, rows in counts.groupby("state"):
-            heights = rows.set_index("folds")["n_trials"].reindex(folds, fill_value=0).to_numpy()
-            ax.bar(folds, heights, bottom=bottom, color=_STATE_COLORS.get(state, "#777777"), label=state.lower())
-            bottom += heights
-    ax.set_xticks(folds)
-    ax.set(xlabel="folds run", ylabel="trials", title="Where trials stopped")
-    ax.legend(fontsize=8)
-    return figure
-
-
-def _plot_weights(ensemble):
-    figure, ax = _new_figure(height=0.5 + 0.35 * len(ensemble["members"]))
-    members = ensemble["members"]
-    labels = [f"trial {m['trial']} ({m['family']})" for m in members]
-    ax.barh(labels[::-1], [m["weight"] for m in members][::-1], color="#1f77b4")
-    ax.set(xlabel="weight in the soft vote", title="Ensemble members")
-    return figure
-
-
-def _plot_nested(nested):
-    """Per-quantity mean with its standard error bar, across outer folds."""
-    figure, ax = _new_figure(height=3.0)
-    names = [q for q in ("ensemble", "best_single", "inner_best", "logreg", "hgb", "dummy") if q in nested["summary"]]
-    means = [nested["summary"][q]["mean"] for q in names]
-    errors = [nested["summary"][q]["sem"] or 0.0 for q in names]
-    colors = ["#1f77b4", "#1f77b4", "#ff7f0e", "#999999", "#999999", "#cccccc"]
-    ax.bar(names, [m if m is not None else np.nan for m in means], yerr=errors, color=colors[:len(names)], capsize=4)
-    finite = [m for m in means if m is not None]
-    if finite:
-        low = min(finite) - 2 * max(errors + [0.01])
-        ax.set_ylim(low, max(finite) + 2 * max(errors + [0.01]))
-    ax.set(ylabel=nested["metric"], title="Nested CV: outer test score (inner_best: the search's own claim)")
-    return figure
+    if not any(t["state"] == "COMPLETE" for t in trials):
+        return "<p>No trial finished: nothing to plot.</p>"
+    return _img(plots.progress(trials, search)) + _img(plots.families(trials, search))

@@ -330,8 +330,7 @@ class MLflowTracker(_MlflowCaller):
     @classmethod
     def for_run(cls, tracking_uri, run_id):
         """A tracker attached to the run ``run_id`` (e.g. ``mlflow_run_id_``), to log more to it later."""
-        tracker = cls(tracking_uri)
-        tracker.parent_run_id = run_id
+        (tracker := cls(tracking_uri)).parent_run_id = run_id
         return tracker
 
     def log_fit_results(self, *, artifacts, metrics, model, input_example):
@@ -478,12 +477,13 @@ def read_run_json(tracking_uri, run_id, name):
     Raises
     ------
     LookupError
-        If the run does not exist in that store, or has no artifact ``name``.
+        If the store (a SQLite file) or the run does not exist, or the run has no artifact ``name``.
     """
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
-
     tracking_uri = tracking_uri or _default_tracking_uri()
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///"):]).is_file():
+        raise LookupError(f"No MLflow store at {tracking_uri}: the file does not exist (nothing was created).")
     _check_reachable(tracking_uri)
     client = MlflowClient(tracking_uri)
     try:
@@ -496,5 +496,5 @@ def read_run_json(tracking_uri, run_id, name):
             path = client.download_artifacts(run_id, name, folder)
             return json.loads(Path(path).read_text())
     except (MlflowException, OSError) as exc:
-        raise LookupError(f"Run {run_id!r} at {tracking_uri} has no artifact {name!r} "
-                          f"(runs logged before reports existed have none).") from exc
+        raise LookupError(f"Run {run_id!r} at {tracking_uri} has no artifact {name!r}: is it the parent "
+                          "run of a fit (not a trial or nested-cv run), logged since reports exist?") from exc

@@ -1,8 +1,10 @@
 """Tests of the fit report (automl.report): its data, the self-contained page, MLflow and the CLI."""
 
 import base64
+import html
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,6 +13,7 @@ from sklearn.exceptions import NotFittedError
 
 from automl import AutoClassifier
 from automl.cli import main
+from automl.components import ComponentSpec
 from automl.nested_cv import QUANTITIES, NestedCVReport
 from automl.report import TOP_N, render_html, report_data, write_report
 from automl.tracking import read_run_json
@@ -32,9 +35,10 @@ def data(tracked):
     return report_data(tracked[0])
 
 
-def fake_nested():
+def fake_nested(n_complete=(3, 3)):
     folds = pd.DataFrame({q: [0.7, 0.8] for q in QUANTITIES}).assign(
-        fold=[0, 1], n_train=[500, 500], n_test=[500, 500], best_family=["hgb", "logreg"], mlflow_run_id=None)
+        fold=[0, 1], n_train=[500, 500], n_test=[500, 500], best_family=["hgb", "logreg"], mlflow_run_id=None,
+        n_complete=list(n_complete))
     summary = pd.DataFrame({"mean": 0.75, "std": 0.0707, "sem": 0.05}, index=list(QUANTITIES))
     return NestedCVReport(folds=folds, summary=summary, metric="roc_auc", greater_is_better=True)
 
@@ -76,6 +80,9 @@ def test_ensemble_members_carry_the_weights_of_the_leaderboard(tracked, data):
     assert members and sum(m["weight"] for m in members) == pytest.approx(1.0)
     assert all(weights[m["trial"]] == pytest.approx(m["weight"]) for m in members)
     assert data["ensemble"]["hillclimb_score"] == pytest.approx(model.ensemble_score_)
+    # Both pooled over all OOF predictions, so they compare: selection never ends below its first pick.
+    assert data["ensemble"]["best_single_oof_score"] == pytest.approx(model.best_single_oof_score_)
+    assert model.ensemble_score_ >= model.best_single_oof_score_ - 1e-12
 
 
 def test_reproducibility_names_seed_params_families_and_versions(tracked, data):
@@ -100,6 +107,42 @@ def test_page_is_self_contained_with_real_plots(tmp_path, data):
     assert render_html(json.loads(json_path.read_text())) == page
 
 
+@pytest.mark.parametrize("given, written", [
+    ("plain", "plain.html"), ("r.htm", "r.htm"), ("r.json", "r.html"), ("r.v2", "r.v2.html"),
+    ("folder/", "folder/report.html"), (".", "report.html"),
+])
+def test_report_paths(tmp_path, monkeypatch, data, given, written):
+    monkeypatch.chdir(tmp_path)
+    html_path, json_path = write_report(data, given)
+    assert html_path == Path(written) and html_path.is_file() and json_path == html_path.with_suffix(".json")
+    assert json.loads(json_path.read_text())["format"] == "automl-report"
+
+
+def test_an_existing_folder_gets_report_html_inside(tmp_path, data):
+    (tmp_path / "out").mkdir()
+    assert write_report(data, tmp_path / "out")[0] == tmp_path / "out" / "report.html"
+
+
+def test_reproducibility_call_repeats_the_fit(tracked, data):
+    """The printed call evaluates to an estimator with the fit's parameters (time_budget=None included)."""
+    page = render_html(data)
+    call = html.unescape(re.search(r"<pre>(AutoClassifier\(.*?\))</pre>", page, re.S).group(1))
+    rebuilt = eval(call, {"AutoClassifier": AutoClassifier})
+    assert rebuilt.get_params() == tracked[0].get_params()
+
+
+def test_a_fit_where_no_trial_finished_says_so(load_shared, tmp_path):
+    X, y = load_shared("credit-g.csv", "class")
+    failing = ComponentSpec("boom", "Boom", lambda trial, profile, prefix: {}, lambda params, seed: _Boom())
+    with pytest.warns(UserWarning, match="fallback logistic regression"):
+        model = AutoClassifier(time_budget=None, n_trials=2, components=[failing], include=["boom"], cv=2,
+                               tracking=False, verbose=0, random_state=0).fit(X, y)
+    page = render_html(report_data(model))
+    assert "No trial finished: nothing to plot." in page and "the fallback logistic regression" in page
+    assert "Model check not run: no trial finished." in page
+    assert page.count("data:image/png") == 1  # only the folds plot: every trial failed at fold 0
+
+
 def test_page_escapes_text_from_the_data(data):
     hostile = json.loads(json.dumps(data))
     hostile["data"]["columns"][0]["column"] = "<script>alert(1)</script>"
@@ -112,13 +155,21 @@ def test_nested_cv_table_is_shown_when_given(tracked, tmp_path):
     data = report_data(model, nested_cv=fake_nested())
     assert data["nested_cv"]["summary"]["ensemble"]["mean"] == 0.75
     page = render_html(data)
-    assert "nested CV (honest)" in page and "0.7500 +/- 0.0707" in page
+    assert "nested CV (honest)" in page and "0.7500 +/- 0.0500" in page and "(std 0.0707)" in page
     assert len(re.findall(r"data:image/png", page)) == 5
+    assert "no trial finished" not in page
+    warned = render_html(report_data(model, nested_cv=fake_nested(n_complete=(0, 2))))
+    assert "In outer fold(s) 0 no trial finished" in warned
 
 
 def test_not_a_report_is_refused():
     with pytest.raises(ValueError, match="Not an automl report"):
         render_html({"format": "something else"})
+
+
+class _Boom:
+    def fit(self, X, y):
+        raise RuntimeError("boom")
 
 
 def test_report_before_fit_raises(tmp_path):
@@ -149,6 +200,13 @@ def test_cli_report_redraws_a_run(tracked, tmp_path, capsys):
 def test_cli_report_of_an_unknown_run_fails_with_a_message(tracked, caplog):
     assert main(["report", "0" * 32, "--tracking-uri", tracked[1]]) == 1
     assert f"No MLflow run '{'0' * 32}'" in caplog.text
+
+
+def test_cli_report_creates_no_store_where_there_is_none(tmp_path, caplog, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "0" * 32, "--tracking-uri", f"sqlite:///{tmp_path}/none/x.db"]) == 1
+    assert main(["report", "0" * 32]) == 1  # the default ./mlflow.db, absent here
+    assert "the file does not exist" in caplog.text and list(tmp_path.iterdir()) == []
 
 
 def test_model_check_note_is_reported(data):
