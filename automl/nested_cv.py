@@ -203,7 +203,9 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     try:
         X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds)
     except DataValidationError as exc:
-        raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {exc}") from exc
+        # The check speaks of `cv`; here the folds it counted are the outer ones.
+        message = str(exc).replace("lower cv,", "lower outer_cv,")
+        raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
     splitter = outer_cv
     if isinstance(outer_cv, numbers.Integral):
         splitter = StratifiedKFold(n_splits=outer_cv, shuffle=True, random_state=random_state)

@@ -339,7 +339,7 @@ def _ensemble_section(e, search):
                                     "all rows. Raise time_budget or n_trials.</p>")
     text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
             f"out-of-fold predictions: {len(e['members'])} member(s), final fit {_e(e['final_fit'])}. "
-            f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e['best_single_oof_score'])} "
+            f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e.get('best_single_oof_score'))} "
             f"({_e(search['metric'])}, both on all OOF predictions pooled; the leaderboard's means average "
             f"the per-fold scores instead). Members whose final fit would not end in the time budget are "
             f"dropped, the lightest first, and the score is that of the members kept.</p>")

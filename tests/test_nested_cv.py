@@ -136,7 +136,7 @@ def test_outer_cv_below_two_is_refused(credit_g):
 def test_a_class_rarer_than_outer_cv_is_refused(credit_g):
     X, y = credit_g
     y = y.where(y.index > 1, "rare")  # two members: not enough for three outer training parts
-    with pytest.raises(DataValidationError, match=r"outer_cv=3.*'rare' has 2 member"):
+    with pytest.raises(DataValidationError, match=r"outer_cv=3.*'rare' has 2 member.*lower outer_cv"):
         nested_cv(AutoClassifier(**TINY), X, y, outer_cv=3)
 
 
