@@ -16,8 +16,8 @@ from sklearn.base import clone
 from sklearn.inspection import permutation_importance
 from sklearn.utils import check_random_state
 
-from .leakage import MAX_FOLDS, LeakageReport, LeakFinding, _round, _stratified
 from .exceptions import LeakageWarning
+from .leakage import MAX_FOLDS, LeakageReport, LeakFinding, _round, _stratified
 from .objective import aligned_proba
 from .scoring import Metric, get_metric
 
@@ -123,7 +123,6 @@ def _rows_in_time(n_test, scoring_seconds, n_columns, deadline):
     return int(min(MAX_PERMUTATION_ROWS, (deadline - time.time()) / (per_row * n_columns * N_REPEATS)))
 
 
-# ---- model dominance --------------------------------------------------------------------------------
 def _dominance_findings(importance, threshold, figures):
     positive = importance.clip(lower=0.0)
     total = float(positive.sum())

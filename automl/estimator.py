@@ -26,6 +26,7 @@ from .ensemble import WeightedEnsembleClassifier, fit_fallback, members_in_time,
 from .ensemble_selection import EnsembleSelection, weighted_average
 from .exceptions import DataValidationError, LeakageWarning
 from .leakage import LeakageReport, check_data_leakage
+from .mlflow_model import input_example
 from .objective import CVObjective
 from .persistence import package_versions
 from .report import report_artifacts, report_data, write_model_report
@@ -34,7 +35,6 @@ from .search import (
     ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
 )
 from .search_space import portfolio, rebuild
-from .mlflow_model import input_example
 from .tracking import make_tracker
 from .validation import check_prediction_data, check_training_data
 
