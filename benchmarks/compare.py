@@ -41,7 +41,8 @@ COLUMNS = [
     "log_loss", "accuracy", "constant_score", "fit_seconds", "predict_seconds", "process_seconds",
     "wall_ratio", "peak_rss_mb", "n_train", "n_test", "n_classes", "trials_complete", "trials_pruned",
     "trials_failed", "trials_killed", "trials_per_minute", "members", "search_seconds",
-    "ensemble_seconds", "tracking_seconds", "total_seconds", "overhead_seconds", "overhead_share",
+    "ensemble_seconds", "model_check_seconds", "folds_fitted", "tracking_seconds", "total_seconds",
+    "overhead_seconds", "overhead_share",
     "n_models", "best_model", "system_version", "split_hash", "started_at", "foreign_cpu",
 ]
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.samplers import RandomSampler
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.naive_bayes import GaussianNB
 
 from automl.components import DEFAULT_COMPONENTS, ComponentSpec, resolve_components
@@ -31,7 +31,7 @@ REGISTRY = resolve_components()
 LINEAR_KNOBS = {"max_features", "subsample", "colsample_bytree", "max_depth", "n_layers"}
 # Multiplicative knobs: a log scale is required wherever they appear.
 LOG_KNOBS = {
-    "learning_rate", "learning_rate_init", "C", "gamma", "alpha", "n_neighbors", "min_samples_leaf",
+    "learning_rate", "learning_rate_init", "C", "gamma_scale", "alpha", "n_neighbors", "min_samples_leaf",
     "n_estimators", "l2_regularization", "reg_lambda", "max_leaf_nodes", "num_leaves",
     "min_child_samples", "min_child_weight", "width", "min_frequency",
 }
@@ -130,7 +130,7 @@ def test_log_knobs_cover_known_multiplicative_parameters(credit):
         seen.update(trial.distributions)
     expected_log = ["model.hgb.learning_rate", "model.logreg.C", "model.svc.C", "model.mlp.alpha",
                     "model.knn.n_neighbors", "model.rf.min_samples_leaf", "model.hgb.min_samples_leaf",
-                    "model.rf.n_estimators", "model.svc.gamma", "encoder.onehot.min_frequency"]
+                    "model.rf.n_estimators", "model.svc.gamma_scale", "encoder.onehot.min_frequency"]
     for name in expected_log:
         assert seen[name].log, name
 
@@ -262,3 +262,32 @@ def test_user_spec_flags_shape_the_pipeline(credit):
     assert "scaler" in trial.params
     assert not any(name.startswith("imputer") for name in trial.params)
     assert isinstance(pipeline.named_steps["model"], _Doubler)
+
+
+def test_coupled_svc_beats_one_vs_rest_calibration_on_multiclass(shared_data):
+    # Why CoupledSVC exists: on vehicle (4 classes) libsvm's pairwise coupling gives far better
+    # probabilities than the one-vs-rest sigmoids scikit-learn 1.9 offers as its replacement.
+    import warnings
+
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from automl.components import CoupledSVC
+
+    frame = pd.read_csv(shared_data / "vehicle.csv")
+    X, y = frame.drop(columns="Class"), frame["Class"]
+    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+
+    def log_loss(model):
+        return -cross_val_score(make_pipeline(StandardScaler(), model), X, y, cv=folds,
+                                scoring="neg_log_loss").mean()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # the deprecation stays silenced
+        coupled = log_loss(CoupledSVC(C=10.0, random_state=0))
+    one_vs_rest = log_loss(CalibratedClassifierCV(SVC(C=10.0), ensemble=False))
+    assert coupled < one_vs_rest - 0.05, (coupled, one_vs_rest)
+    assert clone(CoupledSVC(C=3.0)).get_params() == {"C": 3.0, "gamma": "scale", "random_state": None}

@@ -237,7 +237,7 @@ def test_portfolio_is_round_robin_over_families():
 def test_portfolio_of_the_whole_registry():
     configs = portfolio(SPECS)
     # Round 1: every family with a default, in registry order; round 2: hgb's second default.
-    assert [c["model"] for c in configs] == ["hgb", "lgbm", "rf", "et", "logreg", "xgb", "hgb"]
+    assert [c["model"] for c in configs] == ["hgb", "lgbm", "rf", "et", "logreg", "xgb", "knn", "svc", "hgb"]
     assert all(c["scaler"] == "standard" and c["imputer.numeric"] == "median" for c in configs)
 
 
@@ -247,11 +247,14 @@ def test_every_portfolio_config_rebuilds_and_fits(credit):
     assert profile.has_missing and profile.categorical_columns
     for config in portfolio(SPECS):
         pipeline = suggest_pipeline(FixedTrial(config), profile, SPECS, random_state=0)
-        assert pipeline.named_steps["model"].get_params()["random_state"] == 0
         model = pipeline.named_steps["model"]
+        params = model.get_params()
+        assert params.get("random_state", 0) == 0  # kNN alone has no randomness
         for name, value in config.items():
-            if name.startswith("model."):
-                assert model.get_params()[name.split(".")[2]] == value, name
+            if name == "model.svc.gamma_scale":  # relative to the width, as gamma="scale" is
+                assert params["gamma"] == pytest.approx(value / profile.n_features)
+            elif name.startswith("model."):
+                assert params[name.split(".")[2]] == value, name
         pipeline.fit(X.iloc[::2], y[::2])
         proba = pipeline.predict_proba(X.iloc[1::2])
         np.testing.assert_allclose(proba.sum(axis=1), 1.0)
