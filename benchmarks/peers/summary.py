@@ -237,7 +237,7 @@ SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-single", "hgb", "
 def summarize(csv_path):
     """The whole markdown report of a results CSV, one section per budget."""
     frame = latest(pd.read_csv(csv_path))
-    header = [f"# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs). "
+    header = ["# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs). "
               "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
     sections = [budget_section(block, budget) for budget, block in frame.groupby("budget")]
     return "\n\n".join(header + sections) + "\n"
