@@ -9,7 +9,7 @@ and MLflow only when tracking starts.
 """
 
 __version__ = "0.1.0"
-__all__ = ["AutoClassifier", "nested_cv", "__version__"]
+__all__ = ["AutoClassifier", "load", "nested_cv", "__version__"]
 
 
 def __getattr__(name):
@@ -17,6 +17,10 @@ def __getattr__(name):
         from .estimator import AutoClassifier
 
         return AutoClassifier
+    if name == "load":
+        from .persistence import load
+
+        return load
     if name == "nested_cv":
         from .nested_cv import nested_cv
 

@@ -65,17 +65,20 @@ def add_fit_parser(subparsers):
     p = subparsers.add_parser("fit", help="search, ensemble and save a model")
     _add_search_arguments(p)
     p.add_argument("--storage", default=None, help="Optuna storage URL or journal path")
-    p.add_argument("--out", required=True, help="folder to save the model in")
+    p.add_argument("--out", required=True, help="folder to save the model in (an MLflow model)")
+    p.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
     p.add_argument("--report", default=None, help="also write the HTML report (and its JSON) here")
     p.set_defaults(run=run_fit)
 
 
 def run_fit(args):
-    from .persistence import save
-
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        # Refused before the search, not after it.
+        raise FileExistsError(f"{out} exists and is not empty; pass --overwrite to replace the model in it.")
     X, y = _read_training(args)
     model = _estimator(args, storage=args.storage).fit(X, y)
-    save(model, args.out)
+    model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
           f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
@@ -166,6 +169,23 @@ def run_report(args):
     print(f"report: {html_path} (data: {json_path})")
 
 
+def add_retrain_parser(subparsers):
+    p = subparsers.add_parser(
+        "retrain", help="fit a challenger on the newest data; promote it in the MLflow registry if it wins",
+        description="Exit codes: 0 promoted, 99 kept (the champion stays), 1 failed, 75 busy (another job "
+                    "runs). One line on stdout; the JSON summary goes to [job] summary.")
+    p.add_argument("--config", required=True, help="the job's TOML file (see docs/retraining.md)")
+    p.set_defaults(run=run_retrain)
+
+
+def run_retrain(args):
+    from .retraining import read_config, run_job
+
+    summary = run_job(read_config(args.config))
+    print(summary.line())
+    return summary.exit_code
+
+
 def main(argv=None):
     """Run the ``automl`` command line.
 
@@ -177,20 +197,22 @@ def main(argv=None):
     Returns
     -------
     code : int
-        0 on success, 1 when the command failed (the reason is logged to stderr).
+        0 on success, 1 when the command failed (the reason is logged to stderr); ``retrain`` has
+        its own codes (see :data:`automl.retraining.EXIT_CODES`).
     """
     parser = argparse.ArgumentParser(prog="automl", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(required=True, dest="command")
-    for add_parser in (add_fit_parser, add_predict_parser, add_evaluate_parser, add_report_parser):
+    for add_parser in (add_fit_parser, add_predict_parser, add_evaluate_parser, add_report_parser,
+                       add_retrain_parser):
         add_parser(subparsers)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        args.run(args)
+        code = args.run(args)
     except Exception as exc:
         logger.error("%s failed: %s: %s", args.command, type(exc).__name__, exc)
         return 1
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -132,7 +132,9 @@ def _early_stopping(profile):
     HistGradientBoosting and MLP stratify that split and fail when a class cannot appear in it;
     below that size they train a fixed number of iterations instead.
     """
-    return profile.n_samples * 0.1 * 0.8 >= 2 * profile.n_classes and profile.n_samples >= 500
+    # A class needs 2 members in the split's training rows, and a fold's training rows may lack one.
+    return (profile.n_samples * 0.1 * 0.8 >= 2 * profile.n_classes and profile.n_samples >= 500
+            and min(profile.class_counts) >= 3)
 
 
 def _suggest_hgb(trial, profile, prefix):

@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from .ensemble_selection import EnsembleSelection, weighted_average
 from .exceptions import NoSuccessfulTrialsError
 
 logger = logging.getLogger(__name__)
@@ -279,6 +280,56 @@ def _fit_member(member, X, y, rows=None):
     if rows is None:
         return clone(member).fit(X, y)
     return clone(member).fit(_take_rows(X, rows), y[rows])
+
+
+def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_state, ensemble_size,
+                   final_fit, n_jobs):
+    """The ensemble stage of ``fit``: select members on the OOF predictions, trim to time, fit.
+
+    Parameters
+    ----------
+    result : SearchResult
+        With at least one complete trial in ``result.oof``.
+    X : DataFrame of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Encoded labels.
+    folds : list of (ndarray, ndarray)
+        The search's folds (the bags of ``final_fit="bag"``).
+    metric : Metric
+    build : callable
+        ``build(trial_params) -> unfitted pipeline``.
+    seconds_left : float or None
+        Time for the final fit; members are dropped, least weight first, until their estimated
+        fits end in it (:func:`members_in_time`). None: no limit.
+    random_state, ensemble_size, final_fit, n_jobs
+        As for ``AutoClassifier``.
+
+    Returns
+    -------
+    ensemble : WeightedEnsembleClassifier
+        Fitted.
+    weights : dict of int -> float
+        Weight by trial number, of the members kept.
+    scores : tuple of (float, float)
+        Pooled-OOF score of the kept ensemble and of the best single trial (the hillclimb set).
+    """
+    numbers = sorted(result.oof)
+    selection = EnsembleSelection(ensemble_size=ensemble_size, random_state=random_state)
+    selection.fit([result.oof[n] for n in numbers], y, metric.signed)
+    chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
+    trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
+    if seconds_left is not None:
+        # A refit on all rows costs about one fold's fit, duration / (k - 1); bagging the whole duration.
+        share = (1.0 if final_fit == "bag" else 1.0 / (len(folds) - 1)) / n_jobs
+        costs = {n: trials[n].duration.total_seconds() * share for n in chosen}
+        chosen = members_in_time(chosen, costs, seconds_left)
+    members = [build(trials[n].params) for n in chosen]
+    ensemble = WeightedEnsembleClassifier(estimators=members, weights=list(chosen.values()),
+                                          final_fit=final_fit, cv=folds, n_jobs=n_jobs)
+    # Scored on the members kept, which the time budget may have trimmed.
+    kept = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
+    best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
+    return ensemble.fit(X, y), chosen, (kept, best_single)
 
 
 def members_in_time(chosen, costs, seconds_left):

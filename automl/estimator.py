@@ -8,13 +8,13 @@
 """
 
 import logging
+import os
 import tempfile
 import time
-import warnings
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
-import optuna
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
@@ -22,17 +22,17 @@ from sklearn.utils.validation import check_is_fitted
 from . import _params as P
 from .components import resolve_components
 from .dominance import check_in_time
-from .ensemble import WeightedEnsembleClassifier, fit_fallback, members_in_time, use_fallback
-from .ensemble_selection import EnsembleSelection, weighted_average
-from .exceptions import DataValidationError, LeakageWarning
-from .leakage import LeakageReport, check_data_leakage
+from .ensemble import build_ensemble, fit_fallback, use_fallback
+from .leakage import LeakageReport, check_before_search
 from .mlflow_model import input_example
-from .objective import CVObjective
+from .objective import CVObjective, search_key
 from .persistence import package_versions
+from .persistence import save as save_model
 from .report import report_artifacts, report_data, write_model_report
 from .scoring import get_metric
 from .search import (
-    ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
+    ProgressLine, in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study,
+    run_search,
 )
 from .search_space import portfolio, rebuild
 from .tracking import make_tracker
@@ -94,6 +94,10 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     study_name : str or None, default=None
         None uses ``"automl"``: Hyperband assigns brackets by hashing the study name, so a fixed
         name keeps runs reproducible. An existing study of that name is continued (warm start).
+    oof_dir : str or None, default=None
+        Folder kept for the trials' OOF predictions (a subfolder per study). With a persistent
+        ``storage``, a fit continuing an interrupted one on the same data, folds and metric reuses its
+        complete trials instead of redoing them. None: a temporary folder, deleted after ``fit``.
     tracking : bool, default=True
         Log to MLflow (parent run per fit, nested run per trial, final model).
     tracking_uri : str or None, default=None
@@ -143,6 +147,9 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     n_trials_killed_ : int
         Trials still running when their worker was stopped at the deadline (recorded as failed).
     study_ : optuna.Study
+        Earlier fits' trials too, when continued; ``leaderboard_`` has only those of ``search_key_``.
+    search_key_ : str
+        Digest of the data, folds and metric, stored on each trial: trials sharing it are comparable.
     mlflow_run_id_ : str or None
         The parent MLflow run, None when ``tracking=False``.
     leak_report_ : LeakageReport
@@ -177,6 +184,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         "ensemble_size": [P.interval(int, 1, None)],
         "final_fit": [P.options("refit", "bag")],
         "study_name": [P.instance_of(str, "a str"), P.is_none()],
+        "oof_dir": [P.instance_of((str, os.PathLike), "a folder path"), P.is_none()],
         "tracking": [P.instance_of(bool, "a bool")],
         "experiment_name": [P.instance_of(str, "a str")],
         "verbose": [P.interval(int, 0, None)],
@@ -185,7 +193,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, n_jobs=1,
                  random_state=None, include=None, components=(), sampler="tpe", pruning=True,
-                 ensemble_size=50, final_fit="refit", storage=None, study_name=None, tracking=True,
+                 ensemble_size=50, final_fit="refit", storage=None, study_name=None, oof_dir=None, tracking=True,
                  tracking_uri=None, experiment_name="automl", verbose=1, leak_check="warn"):
         self.time_budget = time_budget
         self.n_trials = n_trials
@@ -201,6 +209,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         self.final_fit = final_fit
         self.storage = storage
         self.study_name = study_name
+        self.oof_dir = oof_dir
         self.tracking = tracking
         self.tracking_uri = tracking_uri
         self.experiment_name = experiment_name
@@ -239,7 +248,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         seed = self.random_state_ = self._seed()
         self.components_ = specs
         folds = self._make_folds(X_clean, y_enc, seed)
-        self.leak_report_ = self._check_leakage(X_clean, y_enc, folds, seed)
+        self.search_key_ = search_key(self.profile_.fingerprint, folds, metric.name)
+        self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
         self.mlflow_tracking_uri_ = tracker.tracking_uri
@@ -267,19 +277,6 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         self.timings_["tracking"] = tracker.seconds + result.callback_seconds
         self.timings_["total"] = time.time() - started
         return self
-
-    def _check_leakage(self, X, y, folds, seed):
-        """Data-level leak check before the search: warn, raise on a high finding, or skip."""
-        if self.leak_check == "off":
-            return LeakageReport(())
-        report = check_data_leakage(X, y, self.profile_, folds, random_state=seed)
-        high = [f.message for f in report.findings if f.severity == "high"]
-        if self.leak_check == "raise" and high:
-            raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "
-                                      f"{' '.join(high)} Fix the data, or pass leak_check='warn'.")
-        for finding in report.findings:
-            warnings.warn(finding.message, LeakageWarning, stacklevel=3)
-        return report
 
     def _check_model(self, X, y, folds, metric, seed, deadline):
         """Model-level leak check on the best single pipeline (one refit per fold, not per member)."""
@@ -322,6 +319,32 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "ensemble_")
         return write_model_report(self, path, nested_cv)
 
+    def save(self, path, *, overwrite=False):
+        """Write the fitted model to the folder ``path`` as an MLflow model (:func:`automl.persistence.save`).
+
+        ``automl.load(path)`` reads it back. Loading runs code from the folder: load only models you trust.
+
+        Parameters
+        ----------
+        path : str or Path
+            The model folder.
+        overwrite : bool, default=False
+            Replace a model already there.
+
+        Returns
+        -------
+        path : Path
+
+        Raises
+        ------
+        NotFittedError
+            If called before ``fit``.
+        FileExistsError
+            If ``path`` is a non-empty folder and ``overwrite`` is False.
+        """
+        check_is_fitted(self, "ensemble_")
+        return save_model(self, path, overwrite=overwrite)
+
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
         if self.time_budget is None and self.n_trials is None:
@@ -338,9 +361,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         return started + self.time_budget, started + self.time_budget - check
 
     def _seed(self):
-        if self.random_state is not None:
-            return self.random_state
-        return int(np.random.default_rng().integers(2**31 - 1))
+        return self.random_state if self.random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
 
     def _make_folds(self, X, y, seed):
         # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
@@ -360,32 +381,23 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         study_name = self.study_name or "automl"
         n_brackets = int(np.floor(np.log(len(folds)) / np.log(3))) + 1 if self.pruning else 1
         sampler = make_sampler(self.sampler, seed, self._n_startup_trials(n_brackets))
-        pruner = make_pruner(self.pruning, len(folds))
-        with quiet_optuna():
-            study = optuna.create_study(storage=storage, study_name=study_name,
-                                        direction=metric.direction, load_if_exists=True)
-            for config in portfolio(specs):
-                study.enqueue_trial(config, skip_if_exists=True)
-        search_deadline = None
-        if deadline is not None:
-            search_deadline = deadline - FINAL_STAGE_SHARE * self.time_budget
-        objective = CVObjective(X, y, folds, self.profile_, specs, metric, workdir, search_deadline, seed)
-        callbacks = [tracker.trial_logger()]
-        if self.verbose:
-            callbacks.append(ProgressLine(search_deadline))
+        prepare_study(storage, study_name, metric.direction, portfolio(specs))
+        oof_dir = workdir if self.oof_dir is None else os.path.join(self.oof_dir, study_name)
+        os.makedirs(oof_dir, exist_ok=True)
+        search_deadline = None if deadline is None else deadline - FINAL_STAGE_SHARE * self.time_budget
+        objective = CVObjective(X, y, folds, self.profile_, specs, metric, oof_dir, search_deadline, seed,
+                                search_key=self.search_key_)
+        callbacks = [tracker.trial_logger(), ProgressLine(search_deadline) if self.verbose else None]
         result = run_search(
-            objective, storage=storage, study_name=study_name, sampler=sampler, pruner=pruner,
-            n_trials=self.n_trials, deadline=search_deadline, n_jobs=self.n_jobs,
-            callbacks=[c for c in callbacks if c is not None], oof_dir=workdir,
+            objective, storage=storage, study_name=study_name, sampler=sampler,
+            pruner=make_pruner(self.pruning, len(folds)), n_trials=self.n_trials, deadline=search_deadline,
+            n_jobs=self.n_jobs, callbacks=[c for c in callbacks if c is not None], oof_dir=oof_dir,
+            search_key=self.search_key_,
             # A fold still running at the search deadline may finish within 5% of the budget.
             grace=5.0 if self.time_budget is None else min(5.0, 0.05 * self.time_budget),
         )
-        if self.storage is None:
-            # The default journal lives in the temporary workdir, gone after fit: copy it to memory.
-            memory = optuna.storages.InMemoryStorage()
-            with quiet_optuna():
-                optuna.copy_study(from_study_name=study_name, from_storage=storage, to_storage=memory)
-            result.study = optuna.load_study(study_name=study_name, storage=memory)
+        if self.storage is None:  # the default journal is in the temporary workdir, gone after fit
+            result.study = in_memory_copy(storage, study_name)
         return result
 
     def _n_startup_trials(self, n_brackets):
@@ -396,30 +408,17 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         return int(np.clip(self.n_trials // (2 * n_brackets), 2, 10))
 
     def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, fallback, deadline):
-        numbers = sorted(result.oof)
-        if not numbers:
+        if not result.oof:
             return use_fallback(result, fallback), {}, (np.nan, np.nan)
-        selection = EnsembleSelection(ensemble_size=self.ensemble_size, random_state=seed)
-        selection.fit([result.oof[n] for n in numbers], y, metric.signed)
-        chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
-        trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
-        if deadline is not None:
-            left = deadline - time.time() - (TRACKING_ALLOWANCE if self.tracking else 0.0)
-            # A refit on all rows costs about one fold's fit, duration / (k - 1); bagging the whole duration.
-            share = (1.0 if self.final_fit == "bag" else 1.0 / (len(folds) - 1)) / self.n_jobs
-            chosen = members_in_time(chosen, {n: trials[n].duration.total_seconds() * share for n in chosen}, left)
-        members = [rebuild(trials[n].params, self.profile_, specs, seed) for n in chosen]
-        ensemble = WeightedEnsembleClassifier(estimators=members, weights=list(chosen.values()),
-                                              final_fit=self.final_fit, cv=folds, n_jobs=self.n_jobs)
-        # Scored on the members kept, which the time budget may have trimmed.
-        hillclimb = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
-        best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
-        return ensemble.fit(X, y), chosen, (hillclimb, best_single)
+        left = None if deadline is None else deadline - time.time() - (TRACKING_ALLOWANCE if self.tracking else 0.0)
+        build = partial(rebuild, profile=self.profile_, specs=specs, random_state=seed)
+        return build_ensemble(result, X, y, folds, metric, build, seconds_left=left, random_state=seed,
+                              ensemble_size=self.ensemble_size, final_fit=self.final_fit, n_jobs=self.n_jobs)
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
         self.ensemble_score_, self.best_single_oof_score_ = hillclimb
-        self.leaderboard_ = leaderboard(result.study, weights)
+        self.leaderboard_ = leaderboard(result.study, weights, self.search_key_)
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
         self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan
         if len(complete):

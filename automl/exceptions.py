@@ -22,3 +22,17 @@ class LeakageWarning(UserWarning):
 
 class DataRepairWarning(UserWarning):
     """automl changed the input in a documented way (dropped a constant column, for instance)."""
+
+
+class ConfigError(AutoMLError, ValueError):
+    """A job configuration file is missing, malformed, or has a wrong key; the message names the key."""
+
+
+MAX_LISTED = 10
+
+
+def listing(items, render=repr):
+    """Render up to MAX_LISTED items for a message, joined by commas, saying how many more there are."""
+    shown = ", ".join(render(item) for item in items[:MAX_LISTED])
+    more = len(items) - MAX_LISTED
+    return f"{shown} and {more} more" if more > 0 else shown

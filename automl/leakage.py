@@ -12,6 +12,7 @@ on 50,000 rows.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -22,6 +23,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
 
+from .exceptions import DataValidationError, LeakageWarning
 from .objective import aligned_proba
 
 MAX_ROWS, MAX_FOLDS = 10_000, 3  # cost bounds of the cross-validated scores
@@ -180,6 +182,43 @@ def check_data_leakage(X, y, profile, folds, *, random_state=None) -> LeakageRep
 
 
 # ---- duplicates -------------------------------------------------------------------------------------
+def check_before_search(X, y, profile, folds, random_state, mode):
+    """The data-level check as ``fit`` runs it: skipped, warned about, or raised on when high.
+
+    Parameters
+    ----------
+    X, y, profile, folds, random_state
+        As for :func:`check_data_leakage`.
+    mode : {"warn", "raise", "off"}
+        ``AutoClassifier(leak_check=...)``.
+
+    Returns
+    -------
+    report : LeakageReport
+        Empty when ``mode="off"``.
+
+    Raises
+    ------
+    DataValidationError
+        With ``mode="raise"``, when a finding is of high severity (every such finding is quoted).
+
+    Warns
+    -----
+    LeakageWarning
+        One per finding, with ``mode="warn"``.
+    """
+    if mode == "off":
+        return LeakageReport(())
+    report = check_data_leakage(X, y, profile, folds, random_state=random_state)
+    high = [f.message for f in report.findings if f.severity == "high"]
+    if mode == "raise" and high:
+        raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "
+                                  f"{' '.join(high)} Fix the data, or pass leak_check='warn'.")
+    for finding in report.findings:
+        warnings.warn(finding.message, LeakageWarning, stacklevel=3)
+    return report
+
+
 def _duplicate_findings(X, y, folds):
     """The duplicates finding (a list of zero or one), counted on all rows."""
     group = X.groupby(list(X.columns), dropna=False, sort=False).ngroup().to_numpy()

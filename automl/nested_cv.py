@@ -108,6 +108,16 @@ class NestedCVReport:
         }
 
 
+def _refuse_rare_classes(classes, counts, n_folds, outer_cv):
+    """Every outer training part must hold every class, or its inner search cannot learn that class."""
+    rare = [f"class {label!r} has {n} member(s)" for label, n in zip(classes.tolist(), counts) if n < n_folds]
+    if rare:
+        raise DataValidationError(
+            f"nested_cv with outer_cv={outer_cv}: {len(rare)} class(es) have fewer members than outer_cv: "
+            f"{', '.join(rare[:5])}. Every outer fold needs every class: lower outer_cv, or drop or merge "
+            "these classes.")
+
+
 def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     """Estimate what an AutoML fit delivers, with the whole fit nested inside outer CV folds.
 
@@ -201,11 +211,15 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     _check_arguments(estimator, outer_cv, n_jobs, random_state)
     n_folds = outer_cv if isinstance(outer_cv, numbers.Integral) else 1
     try:
-        X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds)
+        with warnings.catch_warnings():
+            # Rare classes are refused just below, in terms of outer_cv, rather than warned about.
+            warnings.filterwarnings("ignore", message=".*fewer members than n_folds", category=DataRepairWarning)
+            X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds)
     except DataValidationError as exc:
         # The check speaks of `cv`; here the folds it counted are the outer ones.
-        message = str(exc).replace("lower cv,", "lower outer_cv,")
+        message = str(exc).replace("lower cv", "lower outer_cv")
         raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
+    _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
     splitter = outer_cv
     if isinstance(outer_cv, numbers.Integral):
         splitter = StratifiedKFold(n_splits=outer_cv, shuffle=True, random_state=random_state)

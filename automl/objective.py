@@ -10,6 +10,7 @@ A finished trial writes its out-of-fold (OOF) probabilities to ``oof_dir/trial_<
 process that builds the ensemble sees the trials of every worker.
 """
 
+import hashlib
 import time
 import warnings
 from pathlib import Path
@@ -24,6 +25,28 @@ from .search_space import suggest_pipeline
 def oof_path(oof_dir, number):
     """Where the OOF probabilities of trial ``number`` are kept."""
     return Path(oof_dir) / f"trial_{number}.npy"
+
+
+def search_key(fingerprint, folds, metric_name):
+    """Digest of what makes two trials' scores comparable: the data, the folds and the metric.
+
+    Parameters
+    ----------
+    fingerprint : str
+        :attr:`DatasetProfile.fingerprint` of the training data.
+    folds : list of (ndarray, ndarray)
+    metric_name : str
+
+    Returns
+    -------
+    key : str
+        16 hex characters.
+    """
+    digest = hashlib.sha256(f"{fingerprint}|{metric_name}".encode())
+    for _, test in folds:
+        digest.update(np.asarray(test, dtype=np.int64).tobytes())
+        digest.update(b"|")
+    return digest.hexdigest()[:16]
 
 
 def aligned_proba(model, X, n_classes):
@@ -63,6 +86,9 @@ class CVObjective:
         would end past it is stopped and recorded as pruned with user attribute ``stopped``.
     random_state : int or None
         Seed of every randomized step of the pipelines.
+    search_key : str or None
+        Stored as the trial's user attribute ``search_key`` (see :func:`search_key`), first thing,
+        so that a continued study's trials scored on other data or folds can be told apart.
 
     Notes
     -----
@@ -71,10 +97,12 @@ class CVObjective:
     user attribute ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial failed.
     """
 
-    def __init__(self, X, y, folds, profile, specs, metric, oof_dir, deadline=None, random_state=None):
+    def __init__(self, X, y, folds, profile, specs, metric, oof_dir, deadline=None, random_state=None,
+                 search_key=None):
         self.X, self.y, self.folds = X, y, folds
         self.profile, self.specs, self.metric = profile, specs, metric
         self.oof_dir, self.deadline, self.random_state = oof_dir, deadline, random_state
+        self.search_key = search_key
 
     def __call__(self, trial):
         try:
@@ -87,6 +115,8 @@ class CVObjective:
             raise
 
     def _score(self, trial):
+        if self.search_key is not None:
+            trial.set_user_attr("search_key", self.search_key)
         pipeline = suggest_pipeline(trial, self.profile, self.specs, self.random_state)
         trial.set_user_attr("family", trial.params["model"])
         oof = np.zeros((len(self.y), self.profile.n_classes), dtype=np.float64)

@@ -130,7 +130,7 @@ class SearchResult:
 
 
 def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, deadline=None,
-               n_jobs=1, callbacks=(), oof_dir=None, grace=5.0):
+               n_jobs=1, callbacks=(), oof_dir=None, search_key=None, grace=5.0):
     """Run trials of a study in ``n_jobs`` processes until ``n_trials`` or ``deadline``.
 
     Parameters
@@ -155,6 +155,9 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
         Optuna callbacks ``(study, frozen_trial)``, run in the worker after each trial.
     oof_dir : path-like or None
         Folder where the objective writes OOF arrays; None loads none.
+    search_key : str or None
+        Load the OOF arrays of complete trials with this ``search_key`` user attribute only (an
+        earlier search of the study may have scored other rows); None loads every one found.
     grace : float, default=5.0
         Seconds past ``deadline`` before busy workers are stopped.
 
@@ -182,6 +185,8 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
         callback_seconds, killed = _run_in_processes(tasks, storage, study_name, deadline, grace)
     study = optuna.load_study(study_name=study_name, storage=storage)
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if search_key is not None:
+        complete = [t for t in complete if t.user_attrs.get("search_key") == search_key]
     oof = {
         t.number: np.load(oof_path(oof_dir, t.number))
         for t in complete
@@ -205,12 +210,19 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace):
     if busy:
         executor.shutdown(wait=True, kill_workers=True)
         logger.warning("Stopped %d search worker(s) %.0f s after the search deadline.", len(busy), grace)
-        killed = _fail_running(optuna.storages.get_storage(storage), study_name)
+        killed = fail_running(storage, study_name)
     return [future.result() for future in done], killed
 
 
-def _fail_running(storage, study_name):
-    """Mark trials left RUNNING by a stopped worker as failed, with the reason."""
+def fail_running(storage, study_name):
+    """Mark trials left RUNNING by a stopped (or killed) worker as failed, with the reason; return their count.
+
+    Parameters
+    ----------
+    storage : str or optuna.storages.BaseStorage
+    study_name : str
+    """
+    storage = optuna.storages.get_storage(storage)
     study = optuna.load_study(study_name=study_name, storage=storage)
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     for trial in running:
@@ -218,6 +230,32 @@ def _fail_running(storage, study_name):
         storage.set_trial_user_attr(trial._trial_id, "error", "stopped at the time budget")
         storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
     return len(running)
+
+
+def prepare_study(storage, study_name, direction, configs):
+    """Create the study, or load it to continue it, and enqueue ``configs`` not already tried.
+
+    Parameters
+    ----------
+    storage : str or optuna.storages.BaseStorage
+    study_name : str
+    direction : {"maximize", "minimize"}
+    configs : list of dict
+        Parameter dicts (the portfolio); one that matches an existing trial is skipped.
+    """
+    with quiet_optuna():
+        study = optuna.create_study(storage=storage, study_name=study_name, direction=direction,
+                                    load_if_exists=True)
+        for config in configs:
+            study.enqueue_trial(config, skip_if_exists=True)
+
+
+def in_memory_copy(storage, study_name):
+    """The study copied into an ``InMemoryStorage``, to outlive a temporary storage."""
+    memory = optuna.storages.InMemoryStorage()
+    with quiet_optuna():
+        optuna.copy_study(from_study_name=study_name, from_storage=storage, to_storage=memory)
+    return optuna.load_study(study_name=study_name, storage=memory)
 
 
 @contextmanager
@@ -268,7 +306,7 @@ class ProgressLine:
         stream.flush()
 
 
-def leaderboard(study, weights=None):
+def leaderboard(study, weights=None, search_key=None):
     """One row per trial, best first: the table users read after a fit.
 
     Parameters
@@ -276,6 +314,9 @@ def leaderboard(study, weights=None):
     study : optuna.Study
     weights : dict of int -> float or None
         Ensemble weight by trial number (absent trials get 0).
+    search_key : str or None
+        Only trials with this ``search_key`` user attribute (see :func:`~automl.objective.search_key`):
+        a continued study also holds trials scored on other data or folds. None: every trial.
 
     Returns
     -------
@@ -290,6 +331,8 @@ def leaderboard(study, weights=None):
 
     weights = weights or {}
     started = study.get_trials(deepcopy=False, states=_STARTED)
+    if search_key is not None:
+        started = [t for t in started if t.user_attrs.get("search_key") == search_key]
     rows = [_leaderboard_row(t, weights.get(t.number, 0.0)) for t in started]
     columns = ["trial", "family", "state", "mean", "std", "folds", "seconds", "weight", "params", "note"]
     table = pd.DataFrame(rows, columns=columns)

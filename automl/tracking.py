@@ -1,7 +1,7 @@
 """Experiment tracking with MLflow: one parent run per fit, one nested run per trial.
 
-The only module that imports mlflow, and only inside the functions that talk to MLflow: importing
-it takes about a second, which a fit without tracking should not pay.
+Like every module that uses mlflow (mlflow_model, persistence, retraining), it imports mlflow only
+inside functions: importing it takes about a second, which a fit without tracking should not pay.
 
 - The parent run gets the params and tags given to ``start_fit``, then the fit's metrics, the
   files given (``leaderboard.csv``, ``leak_report.csv``, ``ensemble_weights.json``, ``report/``),
@@ -12,8 +12,7 @@ it takes about a second, which a fit without tracking should not pay.
   ``state``, ``family``, ``trial_number``, ``error``. Its logger is a picklable Optuna callback.
 - A failed MLflow call never stops a fit: it is counted (``n_failures``) and logged once.
 
-Without ``tracking_uri`` and ``MLFLOW_TRACKING_URI``, runs go to ``./mlflow.db`` (SQLite) with
-artifacts in ``./mlruns``. From that directory, open them with::
+Without ``tracking_uri`` and ``MLFLOW_TRACKING_URI``, runs go to ``./mlflow.db``, artifacts to ``./mlruns``::
 
     mlflow ui --backend-store-uri sqlite:///mlflow.db
 """
@@ -44,12 +43,9 @@ _ENVIRON_LOCK = threading.RLock()
 
 def _default_tracking_uri():
     """``MLFLOW_TRACKING_URI`` when set, else ``sqlite:///<absolute path of ./mlflow.db>``."""
-    # MLflow 3 made sqlite:///mlflow.db its own default and, since 3.13, refuses the ./mlruns file
-    # store unless MLFLOW_ALLOW_FILE_STORE is set. SQLite admits one writer at a time, but MLflow
-    # gives each session a 20 s busy timeout and a trial is three short writes: concurrent workers
-    # wait their turn rather than fail with "database is locked" (tested with two processes). Two
-    # processes creating a new file's tables at once do fail, so start_fit creates them before any
-    # worker starts. The path is absolute so that workers in other directories share the file.
+    # MLflow 3's own default (the ./mlruns file store is refused since 3.13). SQLite takes one writer
+    # at a time with a 20 s busy timeout, enough for workers' three short writes per trial; creating
+    # the tables is not safe concurrently, so start_fit does it first. Absolute, for every worker.
     local = "sqlite:///" + Path("mlflow.db").resolve().as_posix()
     return os.environ.get("MLFLOW_TRACKING_URI") or local
 
@@ -242,11 +238,15 @@ class TrialLogger(_MlflowCaller):
         for metrics, params in _batches(_trial_metrics(trial), _params(trial.params)):
             client.log_batch(run_id, metrics=metrics, params=params)
         status = _TRIAL_RUN_STATUS.get(trial.state.name, "FINISHED")
-        # Against a server, ending a run fetches it again to print two "View run" links to stdout:
-        # per trial, one more request and noise on the workers' output. MLflow documents the switch.
-        with _environ_restored("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"):
-            os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-            client.set_terminated(run_id, status=status, end_time=_ms(trial.datetime_complete))
+        _terminate_quietly(client, run_id, status=status, end_time=_ms(trial.datetime_complete))
+
+
+def _terminate_quietly(client, run_id, **kwargs):
+    # Against a server, ending a run fetches it again to print "View run" links to stdout: one more
+    # request per trial, and noise in output pipelines read (automl retrain's one line). MLflow's switch:
+    with _environ_restored("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"):
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+        client.set_terminated(run_id, **kwargs)
 
 
 class MLflowTracker(_MlflowCaller):
@@ -392,7 +392,7 @@ class MLflowTracker(_MlflowCaller):
         if self.parent_run_id is None:
             return
         with self._guard("end the parent run"):
-            self._mlflow().set_terminated(self.parent_run_id, status=status)
+            _terminate_quietly(self._mlflow(), self.parent_run_id, status=status)
 
 
 class NullTracker:

@@ -14,6 +14,7 @@ Columns whose values are all missing, or that hold one distinct non-missing valu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import warnings
 from dataclasses import dataclass
@@ -21,16 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from sklearn.exceptions import DataConversionWarning
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
 
 from automl.exceptions import DataRepairWarning, DataValidationError
+from automl.exceptions import listing as _listing
+from automl.target import encode_target
 
 _EPOCH = pd.Timestamp("1970-01-01")
 _ONE_DAY = pd.Timedelta(days=1)
-_MAX_LISTED = 10
 # pandas.api.types.infer_dtype results for object columns that are not plain text.
 _OBJECT_KINDS = {
     "integer": "numeric", "floating": "numeric", "mixed-integer-float": "numeric", "decimal": "numeric",
@@ -75,6 +73,9 @@ class DatasetProfile:
         Members per encoded class, in ``classes`` order.
     fingerprint : str
         First 16 hex characters of a sha256 over the content of X and y.
+    dtypes : dict of str to str or None
+        Every input column -> its pandas dtype as given (``"int64"``, ``"object"``, ...); None in
+        profiles pickled before it existed.
 
     Examples
     --------
@@ -97,6 +98,7 @@ class DatasetProfile:
     n_classes: int
     class_counts: tuple[int, ...]
     fingerprint: str
+    dtypes: dict[str, str] | None = None
 
     @property
     def has_missing(self) -> bool:
@@ -157,7 +159,9 @@ def check_training_data(X, y, *, n_folds):
     """
     frame = _to_frame(X)
     kinds = {column: _infer_kind(frame[column]) for column in frame.columns}
-    y_encoded, classes = _encode_target(y, len(frame), n_folds)
+    y_encoded, classes, keep = encode_target(y, len(frame), n_folds)
+    if not keep.all():
+        frame = frame[keep].reset_index(drop=True)
     converted = _convert_frame(frame, kinds)
     _check_finite(converted)
     dropped = _find_uninformative(converted)
@@ -172,6 +176,7 @@ def check_training_data(X, y, *, n_folds):
     X_clean = converted.drop(columns=list(dropped))
     fingerprint = _fingerprint(converted, y_encoded, classes)
     profile = _build_profile(X_clean, kinds, dropped, np.bincount(y_encoded), fingerprint)
+    profile = dataclasses.replace(profile, dtypes={str(c): str(t) for c, t in frame.dtypes.items()})
     return X_clean, y_encoded, classes, profile
 
 
@@ -372,72 +377,6 @@ def _find_uninformative(frame):
     return {name: "constant" if n else "all values missing" for name, n in n_distinct.items() if n < 2}
 
 
-def _target_array(y):
-    """Return y as a 1-D ndarray; a column vector is flattened with sklearn's DataConversionWarning."""
-    if y is None:
-        raise DataValidationError("check_training_data requires y to be passed, but the target y is None.")
-    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
-        # Same warning as sklearn's column_or_1d, while keeping the column's pandas dtype.
-        message = "A column-vector y was passed when a 1d array was expected."
-        warnings.warn(message, DataConversionWarning, stacklevel=3)
-        y = y.iloc[:, 0]
-    if isinstance(y, pd.Series):
-        values = y.to_numpy()
-    else:
-        try:
-            values = column_or_1d(y, warn=True)
-        except ValueError as exc:
-            raise DataValidationError(f"{exc} Multi-output targets are not supported.") from exc
-    if values.dtype == object:
-        # Nullable and object columns of numbers or bools: give sklearn a typed array to inspect.
-        values = pd.Series(values, dtype=object).infer_objects().to_numpy()
-    return values
-
-
-def _encode_target(y, n_samples, n_folds):
-    """Check the labels and encode them; return (y_encoded, classes)."""
-    values = _target_array(y)
-    if len(values) != n_samples:
-        raise DataValidationError(
-            f"X and y have different lengths: X has {n_samples} rows, y has {len(values)} labels."
-        )
-    missing = np.flatnonzero(pd.isna(values))
-    if missing.size:
-        raise DataValidationError(
-            f"Input y contains NaN: {missing.size} missing label(s), first at positions "
-            f"{missing[:5].tolist()}. Drop these rows from X and y, or fill in their labels."
-        )
-    if values.dtype.kind == "f" and np.isinf(values).any():
-        count = int(np.isinf(values).sum())
-        raise DataValidationError(f"Input y contains infinity: {count} label(s). y must hold class labels.")
-    try:
-        check_classification_targets(values)
-        encoder = LabelEncoder().fit(values)
-    except (ValueError, TypeError) as exc:
-        if "continuous" in str(exc):
-            hint = "y looks like a regression target (continuous values); use AutoRegressor for it"
-        else:
-            hint = "y must hold finite class labels of one type (all str, all int or all bool)"
-        raise DataValidationError(f"{exc} {hint}.") from exc
-    y_encoded = encoder.transform(values)
-    _check_class_counts(encoder.classes_, np.bincount(y_encoded), n_folds)
-    return y_encoded, encoder.classes_
-
-
-def _check_class_counts(classes, counts, n_folds):
-    """Raise if y has a single class or a class with fewer members than n_folds."""
-    if len(classes) < 2:
-        label = classes.tolist()[0]
-        raise DataValidationError(f"y has 1 class ({label!r}); a classifier needs at least 2 classes.")
-    rare = [f"class {label!r} has {n} member(s)" for label, n in zip(classes.tolist(), counts) if n < n_folds]
-    if rare:
-        raise DataValidationError(
-            f"{len(rare)} class(es) have fewer members than n_folds={n_folds}: "
-            f"{_listing(rare, render=str)}. Each fold needs every class: lower cv, "
-            "or drop or merge these classes."
-        )
-
-
 def _fingerprint(converted, y_encoded, classes):
     """Hash the content of X (all input columns, converted) and y into 16 hex characters."""
     digest = hashlib.sha256()
@@ -468,13 +407,6 @@ def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint):
         class_counts=tuple(int(count) for count in class_counts),
         fingerprint=fingerprint,
     )
-
-
-def _listing(items, render=repr):
-    """Render up to _MAX_LISTED items, joined by commas, saying how many more there are."""
-    shown = ", ".join(render(item) for item in items[:_MAX_LISTED])
-    more = len(items) - _MAX_LISTED
-    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def _describe(details):

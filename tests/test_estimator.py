@@ -58,6 +58,26 @@ def test_same_seed_same_leaderboard(credit_g):
     assert first["params"].tolist() == second["params"].tolist()
 
 
+def test_continued_study_keeps_trials_apart_by_search_key(credit_g, tmp_path):
+    X, y, _, _ = credit_g
+    params = dict(TINY, include=["logreg", "hgb"], n_trials=3, cv=3, storage=str(tmp_path / "study.journal"),
+                  oof_dir=str(tmp_path / "oof"))
+    first = AutoClassifier(**params).fit(X, y)
+    # Same data, seed and metric: the second fit's trials are comparable, and the first fit's count.
+    second = AutoClassifier(**params).fit(X, y)
+    assert second.search_key_ == first.search_key_
+    assert set(first.leaderboard_["trial"]) < set(second.leaderboard_["trial"])
+    assert len(second.leaderboard_) == 6 and len(second.study_.trials) >= 6
+    before = first.leaderboard_.set_index("trial")["mean"]
+    pd.testing.assert_series_equal(second.leaderboard_.set_index("trial")["mean"].loc[before.index], before)
+    assert (tmp_path / "oof" / "automl" / "trial_0.npy").exists()
+    # Other rows: other key; the earlier trials stay in the study but not in the leaderboard.
+    third = AutoClassifier(**params).fit(X.iloc[:500], y.iloc[:500])
+    assert third.search_key_ != first.search_key_
+    assert set(third.leaderboard_["trial"]).isdisjoint(second.leaderboard_["trial"])
+    assert len(third.leaderboard_) == 3 and len(third.study_.trials) >= 9
+
+
 def test_string_labels_probabilities_and_holdout(credit_g):
     X, y, X_test, y_test = credit_g
     model = AutoClassifier(**dict(TINY, include=["logreg", "hgb"], n_trials=5, cv=3)).fit(X, y)

@@ -1,16 +1,12 @@
 """Tests of automl.tracking against a real MLflow server and a real SQLite store (no mocks)."""
 
-import contextlib
 import json
 import logging
 import os
 import pickle
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -66,67 +62,6 @@ for number in range(int(first), int(first) + int(count)):
     logger(None, trial)
 print(json.dumps({"n_failures": logger.n_failures, "seconds": logger.seconds}))
 """
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_health(uri, process, log_path, timeout=90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"mlflow server exited:\n{log_path.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    log_tail = log_path.read_text()[-3000:]
-    pytest.fail(f"mlflow server did not answer /health in {timeout} s:\n{log_tail}")
-
-
-def _stop_process_group(process):
-    # The server runs uvicorn in a child process, in the group started for the server: ask the
-    # group to stop, then kill whatever of it is left.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=15)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-@pytest.fixture(scope="module")
-def mlflow_server(tmp_path_factory):
-    """URI of a real `mlflow server` on 127.0.0.1: SQLite backend, artifacts proxied to tmp_path."""
-    root = tmp_path_factory.mktemp("mlflow_server")
-    port = _free_port()
-    command = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-        "--artifacts-destination", str(root / "artifacts"),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--workers", "1",
-    ]
-    # The job runner serves GenAI features these tests do not use, and it starts eight processes.
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    log_path = root / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        try:
-            uri = f"http://127.0.0.1:{port}"
-            _wait_for_health(uri, process, log_path)
-            yield uri
-        finally:
-            _stop_process_group(process)
 
 
 def _objective(trial):
@@ -392,8 +327,8 @@ def test_default_store_takes_two_processes_logging_at_once(tmp_path, monkeypatch
     assert client.get_run(tracker.parent_run_id).info.status == "FINISHED"
 
 
-def test_unreachable_server_is_counted_and_warned_once_not_raised(caplog):
-    uri = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+def test_unreachable_server_is_counted_and_warned_once_not_raised(caplog, free_port):
+    uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     trial = optuna.trial.create_trial(value=0.5, user_attrs={"fold_scores": [0.5]})
     start = time.perf_counter()
     with caplog.at_level(logging.WARNING, logger="automl.tracking"):

@@ -1,0 +1,134 @@
+"""Check the target y of a classifier and encode it; rare classes are repaired or warned about.
+
+- Labels must be finite, present and of one type; a column vector is flattened.
+- A class with a single member is dropped with its row (a DataRepairWarning names it): it cannot
+  be both learnt and scored by cross-validation, and XGBoost refuses folds that lack a class.
+- A class with fewer members than the CV folds is kept, with a warning (some folds score none of it);
+  only when every class is that rare is it an error.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.exceptions import DataConversionWarning
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
+
+from .exceptions import DataRepairWarning, DataValidationError, listing
+
+
+def _target_array(y):
+    """Return y as a 1-D ndarray; a column vector is flattened with sklearn's DataConversionWarning."""
+    if y is None:
+        raise DataValidationError("check_training_data requires y to be passed, but the target y is None.")
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        # Same warning as sklearn's column_or_1d, while keeping the column's pandas dtype.
+        message = "A column-vector y was passed when a 1d array was expected."
+        warnings.warn(message, DataConversionWarning, stacklevel=3)
+        y = y.iloc[:, 0]
+    if isinstance(y, pd.Series):
+        values = y.to_numpy()
+    else:
+        try:
+            values = column_or_1d(y, warn=True)
+        except ValueError as exc:
+            raise DataValidationError(f"{exc} Multi-output targets are not supported.") from exc
+    if values.dtype == object:
+        # Nullable and object columns of numbers or bools: give sklearn a typed array to inspect.
+        values = pd.Series(values, dtype=object).infer_objects().to_numpy()
+    return values
+
+
+def encode_target(y, n_samples, n_folds):
+    """Check the labels and encode them.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    n_samples : int
+        Rows of X, which y must match.
+    n_folds : int
+        Folds of the search's CV: rarer classes are warned about.
+
+    Returns
+    -------
+    y_encoded : ndarray of shape (n_kept,)
+        Labels 0 .. n_classes - 1 of the rows kept.
+    classes : ndarray of shape (n_classes,)
+        Sorted original labels.
+    keep : ndarray of bool of shape (n_samples,)
+        False for the rows of classes seen once, which are dropped (with a DataRepairWarning).
+
+    Raises
+    ------
+    DataValidationError
+        On a length mismatch, missing or infinite labels, continuous or mixed-type values, a single
+        class, or when every class has fewer members than ``n_folds``.
+    """
+    values = _target_array(y)
+    if len(values) != n_samples:
+        raise DataValidationError(
+            f"X and y have different lengths: X has {n_samples} rows, y has {len(values)} labels."
+        )
+    missing = np.flatnonzero(pd.isna(values))
+    if missing.size:
+        raise DataValidationError(
+            f"Input y contains NaN: {missing.size} missing label(s), first at positions "
+            f"{missing[:5].tolist()}. Drop these rows from X and y, or fill in their labels."
+        )
+    if values.dtype.kind == "f" and np.isinf(values).any():
+        count = int(np.isinf(values).sum())
+        raise DataValidationError(f"Input y contains infinity: {count} label(s). y must hold class labels.")
+    try:
+        check_classification_targets(values)
+        encoder = LabelEncoder().fit(values)
+    except (ValueError, TypeError) as exc:
+        if "continuous" in str(exc):
+            hint = "y looks like a regression target (continuous values); use AutoRegressor for it"
+        else:
+            hint = "y must hold finite class labels of one type (all str, all int or all bool)"
+        raise DataValidationError(f"{exc} {hint}.") from exc
+    keep = _rows_of_classes_seen_twice(values)
+    values = values[keep]
+    y_encoded = encoder.fit(values).transform(values)
+    _check_class_counts(encoder.classes_, np.bincount(y_encoded), n_folds)
+    return y_encoded, encoder.classes_, keep
+
+
+def _rows_of_classes_seen_twice(values):
+    """Mask of the rows whose class has 2 or more members; warns about the rows it drops.
+
+    A class with one member cannot be in a fold's training part and its test part at once: every
+    model would be scored on a class it never saw in one fold, and XGBoost refuses such folds.
+    """
+    labels, counts = np.unique(values, return_counts=True)
+    single = labels[counts < 2]
+    if not single.size:
+        return np.ones(len(values), dtype=bool)
+    keep = ~np.isin(values, single)
+    warnings.warn(
+        f"Dropped {int((~keep).sum())} row(s) of {single.size} class(es) with a single member "
+        f"({listing(single.tolist())}): a class seen once cannot be learnt and scored by cross-validation, "
+        "and the model will not predict it. Add examples of it, or merge it with a related class.",
+        DataRepairWarning, stacklevel=4,
+    )
+    return keep
+
+
+def _check_class_counts(classes, counts, n_folds):
+    """Raise if y has a single class or every class has fewer than n_folds members; warn for rare ones."""
+    if len(classes) < 2:
+        label = classes.tolist()[0]
+        raise DataValidationError(f"y has 1 class ({label!r}); a classifier needs at least 2 classes.")
+    rare = [f"class {label!r} has {n} member(s)" for label, n in zip(classes.tolist(), counts) if n < n_folds]
+    if len(rare) == len(classes):
+        raise DataValidationError(
+            f"Every class has fewer members than n_folds={n_folds}: {listing(rare, render=str)}. "
+            "Stratified folds need more rows than folds in some class: lower cv."
+        )
+    if rare:
+        warnings.warn(
+            f"{len(rare)} class(es) have fewer members than n_folds={n_folds}: {listing(rare, render=str)}. "
+            "Some folds score no row of them, so their fold scores vary more.", DataRepairWarning, stacklevel=4)

@@ -1,0 +1,337 @@
+"""The retraining job against a real MLflow server (SQL backend) and real subprocesses.
+
+Snapshots are credit-g (shipped with the package) cut in row order, as rows arrive. kc1, the other
+shipped dataset, is stored sorted by class: its newest rows hold one class only, and a holdout of
+them has no ROC AUC.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from automl.cli import main
+from automl.datasets import load_dataset
+from automl.exceptions import ConfigError
+from automl.mlflow_model import _global_tracking_uri
+from automl.retraining import EXIT_CODES, JobBusyError, job_lock, read_config, run_job, split_holdout
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SEARCH = {"n_trials": 5, "include": ["logreg", "hgb"], "random_state": 0}
+
+
+def toml(sections):
+    lines = []
+    for section, values in sections.items():
+        lines.append(f"[{section}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def credit_g():
+    X, y = load_dataset("credit-g")
+    return pd.concat([X, y.rename("class")], axis=1)
+
+
+def job(tmp, name, data_file, server, search=SEARCH, promotion=None, data=None):
+    """Write a job config in ``tmp`` for the registered model ``name``; return its path."""
+    config = {
+        "data": {"path": str(data_file), "target": "class", **(data or {})},
+        "search": {**search, "storage": f"sqlite:///{tmp / 'optuna.db'}"},
+        "mlflow": {"tracking_uri": server, "model_name": name, "experiment_name": f"retrain-{name}"},
+        "promotion": {"holdout_size": 0.25, **(promotion or {})},
+        "job": {"work_dir": str(tmp / "work")},
+    }
+    path = tmp / f"{name}.toml"
+    path.write_text(toml(config))
+    return path
+
+
+def snapshot(tmp, frame, stop, name):
+    path = tmp / f"{name}.csv"
+    frame.iloc[:stop].to_csv(path, index=False)
+    return path
+
+
+def aliases(server, name):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(server)
+    versions = client.search_model_versions(f"name = '{name}'")
+    return client.get_model_version_by_alias(name, "champion").version, sorted(int(v.version) for v in versions)
+
+
+@pytest.fixture(scope="module")
+def first_job(tmp_path_factory, credit_g, mlflow_server):
+    """One job on the first 600 rows: version 1 becomes the champion."""
+    tmp = tmp_path_factory.mktemp("retrain")
+    config = job(tmp, "credit", snapshot(tmp, credit_g, 600, "snap1"), mlflow_server)
+    return tmp, config, run_job(read_config(config))
+
+
+def test_first_job_promotes_version_1(first_job, mlflow_server):
+    tmp, config, summary = first_job
+    assert summary.status == "promoted" and summary.exit_code == 0, summary.reason
+    assert summary.challenger_version == "1" and summary.champion_version is None
+    assert "no champion yet" in summary.reason
+    assert summary.rows == {"train": 450, "holdout": 150}
+    assert summary.holdout == "the 150 newest rows by file order"
+    assert aliases(mlflow_server, "credit") == ("1", [1])
+    written = json.loads((tmp / "work" / "summary.json").read_text())
+    assert written["status"] == "promoted" and written["exit_code"] == 0
+    assert written["search"]["trials_complete"] >= 1
+
+
+def test_second_snapshot_registers_version_2_and_follows_the_margin(first_job, credit_g, mlflow_server, capsys):
+    import mlflow.sklearn
+
+    tmp, _, _ = first_job
+    data = snapshot(tmp, credit_g, 1000, "snap2")
+    # A margin of 1.0 ROC AUC cannot be met: the champion stays, whatever the scores.
+    config = job(tmp, "credit", data, mlflow_server, promotion={"margin": 1.0})
+    assert main(["retrain", "--config", str(config)]) == EXIT_CODES["kept"] == 99
+    assert capsys.readouterr().out.startswith("kept: credit version 2:")
+    summary = json.loads((tmp / "work" / "summary.json").read_text())
+    assert summary["status"] == "kept" and "champion kept" in summary["reason"]
+    assert aliases(mlflow_server, "credit") == ("1", [1, 2])
+    # Both scores are on the same 250 newest rows; recompute them from the registered versions.
+    holdout = credit_g.iloc[750:1000]
+    for version, key in (("2", "challenger_score"), ("1", "champion_score")):
+        with _global_tracking_uri(mlflow_server):
+            model = mlflow.sklearn.load_model(f"models:/credit/{version}")
+        positive = list(model.classes_).index("good")
+        auc = roc_auc_score(holdout["class"] == "good", model.predict_proba(holdout.drop(columns="class"))[:, positive])
+        assert summary[key] == pytest.approx(auc, abs=1e-9), key
+    assert summary["drift"]["missing_columns"] == [] and summary["drift"]["new_columns"] == []
+    assert 0 <= summary["drift"]["class_shift"] < 0.05  # rows 0-749 vs 0-449: credit-g is not sorted by class
+
+    # The same snapshot again: already decided, no third version, same exit code.
+    assert main(["retrain", "--config", str(config)]) == 99
+    assert "already decided" in capsys.readouterr().out
+    assert aliases(mlflow_server, "credit") == ("1", [1, 2])
+
+
+def test_champion_that_cannot_score_new_data_is_replaced(first_job, credit_g, mlflow_server):
+    tmp, _, _ = first_job
+    changed = credit_g.drop(columns=["age"]).assign(age_band=(credit_g["age"] // 10).astype(str))
+    config = job(tmp, "credit", snapshot(tmp, changed, 1000, "snap3"), mlflow_server, promotion={"margin": 1.0})
+    summary = run_job(read_config(config))
+    assert summary.status == "promoted", summary.reason
+    assert "fails on the new data" in summary.reason and "'age'" in summary.reason
+    assert summary.drift["missing_columns"] == ["age"] and summary.drift["new_columns"] == ["age_band"]
+    assert aliases(mlflow_server, "credit") == ("3", [1, 2, 3])
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("missing target", "target column 'class' is not in the snapshot"),
+    ("unlabelled rows", "3 row(s) of the snapshot have no value in the target column 'class'"),
+    ("unreadable", "Cannot read"),
+    ("no file", "No file matches"),
+])
+def test_bad_data_fails_and_leaves_the_champion(first_job, credit_g, mlflow_server, case, expected):
+    tmp, _, _ = first_job
+    champion_before = aliases(mlflow_server, "credit")
+    if case == "missing target":
+        data = snapshot(tmp, credit_g.drop(columns="class"), 1000, "no_target")
+    elif case == "unlabelled rows":
+        data = snapshot(tmp, credit_g.assign(**{"class": credit_g["class"].mask(credit_g.index.isin([5, 50, 900]))}),
+                        1000, "unlabelled")
+    elif case == "unreadable":
+        data = tmp / "broken.parquet"
+        data.write_bytes(b"not a parquet file")
+    else:
+        data = tmp / "nothing-*.csv"
+    config = job(tmp, "credit", data, mlflow_server)
+    assert main(["retrain", "--config", str(config)]) == EXIT_CODES["failed"] == 1
+    summary = json.loads((tmp / "work" / "summary.json").read_text())
+    assert summary["status"] == "failed" and expected in summary["reason"]
+    assert aliases(mlflow_server, "credit") == champion_before
+
+
+def _run_cli(config):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "automl.cli", "retrain", "--config", str(config)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _complete_trials(storage, study_name):
+    try:
+        study = optuna.load_study(study_name=study_name, storage=storage)
+    except KeyError:
+        return []
+    return [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def test_sigkill_mid_search_then_restart_reuses_trials(tmp_path, credit_g, mlflow_server):
+    search = {"n_trials": 40, "include": ["logreg", "hgb", "rf"], "random_state": 0}
+    config = job(tmp_path, "killed", snapshot(tmp_path, credit_g, 800, "snap"), mlflow_server, search=search)
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    first = _run_cli(config)
+    _wait(lambda: len(_complete_trials(storage, "killed")) >= 3, 120, "3 complete trials")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    done_before = {t.number for t in _complete_trials(storage, "killed")}
+
+    restarted = _run_cli(job(tmp_path, "killed", tmp_path / "snap.csv", mlflow_server,
+                             search={**search, "n_trials": 4}))
+    out, err = restarted.communicate(timeout=300)
+    assert restarted.returncode == 0, err[-2000:]
+    assert out.startswith("promoted: killed version 1:")
+    study = optuna.load_study(study_name="killed", storage=storage)
+    states = [t.state for t in study.trials]
+    assert optuna.trial.TrialState.RUNNING not in states  # the killed trial was marked failed
+    # The trials finished before the kill count in the restarted search's leaderboard, not redone.
+    from mlflow import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    run_id = client.get_model_version("killed", "1").run_id
+    board = pd.read_csv(client.download_artifacts(run_id, "leaderboard.csv", str(tmp_path)))
+    assert done_before <= set(board.loc[board["state"] == "COMPLETE", "trial"])
+    # No configuration ran twice: the restart found the portfolio already tried and did not enqueue it again.
+    configs = [json.dumps(t.params, sort_keys=True) for t in study.trials]
+    assert len(configs) == len(set(configs))
+    assert [v.version for v in client.search_model_versions("name = 'killed'")] == ["1"]
+
+
+def test_second_job_exits_at_once_while_one_runs(tmp_path, credit_g, mlflow_server):
+    search = {"n_trials": 200, "include": ["rf"], "random_state": 0}
+    config = job(tmp_path, "busy", snapshot(tmp_path, credit_g, 800, "snap"), mlflow_server, search=search)
+    lock = tmp_path / "work" / "job.lock"
+    first = _run_cli(config)
+    try:
+        _wait(lambda: lock.exists() and "pid" in lock.read_text(), 60, "the first job's lock")
+        started = time.monotonic()
+        second = _run_cli(config)
+        out, _ = second.communicate(timeout=60)
+        assert second.returncode == EXIT_CODES["busy"] == 75
+        assert out.startswith("busy: another retraining job holds") and f"pid {first.pid}" in out
+        assert time.monotonic() - started < 30  # no search, no fit: just the imports
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    with job_lock(lock):  # released by the kernel when the holder died
+        pass
+
+
+def test_job_lock_is_exclusive(tmp_path):
+    with job_lock(tmp_path / "job.lock"):
+        with pytest.raises(JobBusyError, match=f"pid {os.getpid()}"):
+            with job_lock(tmp_path / "job.lock"):
+                pass
+
+
+# ---- configuration --------------------------------------------------------------------------------
+GOOD = {"data": {"path": "d.csv", "target": "y"}, "mlflow": {"model_name": "m"}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"data": {"path": "d.csv"}}, r"\[data\] target is required"),
+    ({"extra": {"a": 1}}, r"unknown section\(s\) \['extra'\]"),
+    ({"search": {"time_budjet": 60}}, r"unknown key\(s\) \['time_budjet'\] in \[search\]"),
+    ({"search": {"time_budget": "60"}}, r"\[search\] time_budget must be a number, got '60'"),
+    ({"search": {"time_budget": -1}}, r"time_budget must be > 0, got -1"),
+    ({"search": {"include": ["hgb", 3]}}, r"include must be a list of strings"),
+    ({"promotion": {"holdout_size": 1.5}}, r"holdout_size must be > 0 and < 1, got 1.5"),
+    ({"data": {"target": "y", "path": "d.csv", "sql_query": "select 1", "sql_url": "sqlite://"}},
+     "exactly one source"),
+    ({"data": {"target": "y", "sql_query": "select 1"}}, "sql_query and sql_url go together"),
+])
+def test_bad_config_names_the_key(tmp_path, change, message):
+    path = tmp_path / "job.toml"
+    path.write_text(toml({**GOOD, **change}))
+    with pytest.raises(ConfigError, match=message):
+        read_config(path)
+
+
+def test_config_defaults_and_relative_paths(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    path = tmp_path / "jobs" / "job.toml"
+    path.write_text(toml(GOOD) + "[job]\nwork_dir = \"w\"\n")
+    config = read_config(path)
+    assert config.path == tmp_path / "jobs" / "d.csv"
+    assert config.work_dir == tmp_path / "jobs" / "w"
+    assert config.summary == tmp_path / "jobs" / "w" / "summary.json"
+    assert config.storage == f"sqlite:///{tmp_path / 'jobs' / 'w' / 'optuna.db'}"
+    assert (config.study_name, config.time_budget, config.margin, config.holdout_size) == ("m", 300.0, 0.0, 0.2)
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        path.write_text("[data\n")
+        read_config(path)
+    with pytest.raises(ConfigError, match="No config file"):
+        read_config(tmp_path / "absent.toml")
+
+
+def test_holdout_is_the_newest_rows_by_time_column(tmp_path):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=100), "y": rng.integers(0, 2, 100),
+                          "when": pd.date_range("2026-01-01", periods=100).astype(str)})
+    shuffled = frame.sample(frac=1.0, random_state=0)
+    path = tmp_path / "job.toml"
+    path.write_text(toml({"data": {"path": "d.csv", "target": "y", "time_column": "when"},
+                          "mlflow": {"model_name": "m"}}))
+    X, y, X_hold, y_hold, description = split_holdout(shuffled, read_config(path))
+    assert description == "the 20 newest rows by when"
+    assert "when" not in X.columns and "when" not in X_hold.columns
+    np.testing.assert_array_equal(X_hold["x"].to_numpy(), frame["x"].iloc[80:].to_numpy())
+    broken = shuffled.assign(when=shuffled["when"].where(shuffled.index != 5, "soon"))
+    with pytest.raises(Exception, match="1 value\\(s\\) of the time column 'when'"):
+        split_holdout(broken, read_config(path))
+
+
+def test_margin_zero_moves_the_alias_exactly_when_the_challenger_is_better(first_job, credit_g, mlflow_server):
+    tmp, _, _ = first_job
+    before, versions = aliases(mlflow_server, "credit")
+    changed = credit_g.drop(columns=["age"]).assign(age_band=(credit_g["age"] // 10).astype(str))
+    reversed_rows = changed.iloc[::-1].reset_index(drop=True)  # another snapshot, another holdout
+    config = job(tmp, "credit", snapshot(tmp, reversed_rows, 1000, "snap4"), mlflow_server)
+    summary = run_job(read_config(config))
+    new = str(max(versions) + 1)
+    assert summary.challenger_version == new and summary.champion_version == before
+    gain = summary.challenger_score - summary.champion_score  # ROC AUC: greater is better
+    assert summary.status == ("promoted" if gain >= 0 else "kept"), summary.reason
+    assert aliases(mlflow_server, "credit")[0] == (new if gain >= 0 else before)
+    assert f"{summary.challenger_score:.4f} vs {summary.champion_score:.4f} of version {before}" in summary.reason
+
+
+POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+def test_snapshot_from_a_sql_query_on_postgresql(tmp_path, credit_g):
+    # The PostgreSQL this machine starts on 127.0.0.1 (trust auth, database test).
+    import sqlalchemy
+
+    from automl.retraining import load_snapshot
+
+    table = f"retrain_snapshot_{os.getpid()}"
+    engine = sqlalchemy.create_engine(POSTGRES_URL)
+    try:
+        credit_g.head(300).to_sql(table, engine, index=False)
+        path = tmp_path / "job.toml"
+        path.write_text(toml({"data": {"sql_url": POSTGRES_URL, "sql_query": f"SELECT * FROM {table} WHERE age >= 30",
+                                       "target": "class"}, "mlflow": {"model_name": "m"}}))
+        frame = load_snapshot(read_config(path))
+    finally:
+        with engine.begin() as connection:
+            connection.execute(sqlalchemy.text(f"DROP TABLE IF EXISTS {table}"))
+        engine.dispose()
+    expected = credit_g.head(300)
+    expected = expected[expected["age"] >= 30].reset_index(drop=True)
+    pd.testing.assert_frame_equal(frame, expected, check_dtype=False)
