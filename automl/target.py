@@ -90,7 +90,13 @@ def encode_target(y, n_samples, n_folds):
         else:
             hint = "y must hold finite class labels of one type (all str, all int or all bool)"
         raise DataValidationError(f"{exc} {hint}.") from exc
+    if len(encoder.classes_) < 2:
+        _check_class_counts(encoder.classes_, [len(values)], n_folds)
     keep = _rows_of_classes_seen_twice(values)
+    if len(np.unique(values[keep])) < 2:
+        raise DataValidationError(
+            f"y has {len(encoder.classes_)} classes but fewer than 2 of them have 2 or more members: a "
+            "classifier needs at least 2 classes it can learn and score by cross-validation.")
     values = values[keep]
     y_encoded = encoder.fit(values).transform(values)
     _check_class_counts(encoder.classes_, np.bincount(y_encoded), n_folds)

@@ -79,7 +79,7 @@ class DatasetProfile:
 
     Examples
     --------
-    >>> profile = check_training_data([[1.0, "a"], [2.0, "b"], [3.0, "a"]], [0, 1, 0], n_folds=1)[3]
+    >>> profile = check_training_data([[1.0, "a"], [2.0, "b"], [3.0, "a"], [4.0, "b"]], [0, 1, 0, 1], n_folds=1)[3]
     >>> profile.feature_names, profile.kinds["x1"], profile.categories, profile.task
     (('x0', 'x1'), 'categorical', {'x1': ('a', 'b')}, 'binary')
     """

@@ -17,18 +17,9 @@ from automl.exceptions import DataValidationError, LeakageWarning
 TINY = dict(time_budget=None, n_trials=3, include=["logreg"], cv=2, tracking=False, verbose=0,
             random_state=0)
 
-# Each entry: why AutoClassifier cannot pass that check as written. All six feed the check's shared
-# 20-row, 4-class data, in which class 3 has one member: fewer than cv=2 folds, so fit raises a
-# DataValidationError naming the class (a documented refusal, not a silent wrong answer).
-_RARE_CLASS = "the check's data has a class with 1 member, fewer than the cv=2 folds: fit refuses it"
-EXPECTED_FAILED_CHECKS = {
-    name: _RARE_CLASS
-    for name in (
-        "check_dont_overwrite_parameters", "check_f_contiguous_array_estimator",
-        "check_methods_sample_order_invariance", "check_methods_subset_invariance",
-        "check_dict_unchanged", "check_fit2d_predict1d",
-    )
-}
+# Every check passes. Their shared 20-row, 4-class data has a class with one member, which fit drops
+# with a DataRepairWarning (until the rare-class repair, six checks failed on the refusal).
+EXPECTED_FAILED_CHECKS = {}
 
 
 def _expected_failures(estimator):

@@ -233,7 +233,7 @@ def test_every_column_dropped_is_an_error():
         ([0, np.nan, 1, 0, np.nan, 1], 2, r"2 missing label\(s\), first at positions \[1, 4\]"),
         (pd.Series(["a", None, "b", "a", "b", "a"]), 2, r"1 missing label\(s\), first at positions \[1\]"),
         (["a"] * 6, 2, r"y has 1 class \('a'\)"),
-        (list("aaaaab"), 2, r"y has 1 class \('a'\)"),  # 'b', seen once, is dropped
+        (list("aaaaab"), 2, r"y has 2 classes but fewer than 2 of them have 2 or more members"),
         ([0, 0, 0, 1, 1, 1], 4, r"Every class has fewer members than n_folds=4: class 0 has 3 member\(s\), class 1"),
         (np.linspace(0.1, 0.9, 6), 2, r"continuous.*regression"),
         (np.zeros((6, 2)), 2, r"1d array.*Multi-output"),
