@@ -33,6 +33,7 @@ Relative paths (``data.path``, ``job.work_dir``, ``job.summary``) are read from 
 folder, so a scheduler may start the job from anywhere. URLs are used as written.
 """
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,7 @@ def _build(values, base, path):
     values.setdefault("storage", f"sqlite:///{work_dir / 'optuna.db'}")
     values.setdefault("tracking_uri", f"sqlite:///{work_dir / 'mlflow.db'}")
     values.setdefault("study_name", values["model_name"])
+    _check_names(values, path)
     if "include" in values:
         values["include"] = tuple(values["include"])
     if "n_trials" in values and "time_budget" not in values:
@@ -160,10 +162,26 @@ def _build(values, base, path):
     return JobConfig(work_dir=work_dir, **values)
 
 
+def _check_names(values, path):
+    """metric and include against what the library knows, before any data is read."""
+    from .components import DEFAULT_COMPONENTS
+    from .scoring import CLASSIFICATION_METRICS
+
+    if "metric" in values and values["metric"] not in CLASSIFICATION_METRICS:
+        raise ConfigError(f"{path}: [search] metric {values['metric']!r} is unknown; the metrics are "
+                          f"{sorted(CLASSIFICATION_METRICS)}.")
+    unknown = [k for k in values.get("include", ()) if k not in {c.key for c in DEFAULT_COMPONENTS}]
+    if unknown:
+        raise ConfigError(f"{path}: [search] include names unknown model families {unknown}; they are "
+                          f"{[c.key for c in DEFAULT_COMPONENTS]}.")
+
+
 def _check_range(values, key, low, high, path, section, closed=False):
     if key not in values:
         return
     value = values[key]
+    if not math.isfinite(value):
+        raise ConfigError(f"{path}: [{section}] {key} must be a finite number, got {value!r}.")
     below = value < low if closed else value <= low
     above = high is not None and value >= high
     if below or above:

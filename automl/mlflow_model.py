@@ -44,8 +44,13 @@ def log_model(client, tracking_uri, experiment_id, run_id, model, input_example)
     import mlflow.sklearn
     from mlflow.models import infer_signature
 
-    signature = None if input_example is None else infer_signature(
-        _schema_example(input_example), model.predict(input_example))
+    if hasattr(model, "profile_"):  # ours: the same signature as a saved folder, from the training dtypes
+        from .persistence import model_signature
+
+        signature = model_signature(model.profile_)
+    else:
+        signature = None if input_example is None else infer_signature(
+            _schema_example(input_example), model.predict(input_example))
     # Made here, in our experiment and linked to our run, the LoggedModel need not be guessed
     # by log_model from MLflow's global active run, which worker processes do not share.
     logged = client.create_logged_model(experiment_id, name="model", source_run_id=run_id)

@@ -22,7 +22,6 @@ Exit codes (:data:`EXIT_CODES`): 0 promoted, 99 kept (Airflow's BashOperator mar
 """
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -33,10 +32,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from .exceptions import DataValidationError
 from .job_config import read_config
+from .snapshot import load_snapshot, snapshot_fingerprint, split_holdout
 
 __all__ = ["EXIT_CODES", "JobSummary", "read_config", "run_job"]
 
@@ -165,101 +163,6 @@ def _retrain(config):
     _decide(summary, challenger, champion, X_hold, y_hold, config.margin)
     _record(client, config, summary)
     return summary
-
-
-def load_snapshot(config):
-    """The snapshot as one DataFrame: the files matching ``data.path`` (in name order) or the SQL query.
-
-    Raises
-    ------
-    FileNotFoundError
-        If no file matches ``data.path``.
-    DataValidationError
-        If a file cannot be read as CSV or Parquet (the file is named) or the snapshot has no rows.
-    """
-    if config.sql_query:
-        import sqlalchemy
-
-        engine = sqlalchemy.create_engine(config.sql_url)
-        try:
-            with engine.connect() as connection:
-                frame = pd.read_sql(sqlalchemy.text(config.sql_query), connection)
-        finally:
-            engine.dispose()
-    else:
-        files = sorted(Path(p) for p in _glob(config.path))
-        if not files:
-            raise FileNotFoundError(f"No file matches data.path = {str(config.path)!r}.")
-        frame = pd.concat([_read_file(f) for f in files], ignore_index=True)
-    if frame.empty:
-        raise DataValidationError("The snapshot has no rows.")
-    return frame
-
-
-def _glob(pattern):
-    import glob
-
-    return glob.glob(str(pattern))
-
-
-def _read_file(path):
-    try:
-        if path.suffix == ".parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
-    except Exception as exc:
-        raise DataValidationError(f"Cannot read {path} as {'Parquet' if path.suffix == '.parquet' else 'CSV'}: "
-                                  f"{type(exc).__name__}: {exc}") from exc
-
-
-def snapshot_fingerprint(frame):
-    """16 hex characters of a sha256 over the snapshot's column names and values (row order counts)."""
-    digest = hashlib.sha256("|".join(map(str, frame.columns)).encode())
-    digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
-def split_holdout(frame, config):
-    """Training rows and the holdout of the newest rows (by ``time_column``, else the last rows).
-
-    The time column only orders the rows; it is not a feature (a model would extrapolate it).
-
-    Returns
-    -------
-    X, y, X_holdout, y_holdout : DataFrame, Series, DataFrame, Series
-    description : str
-        Which rows the holdout is, for the summary.
-
-    Raises
-    ------
-    DataValidationError
-        If the target or time column is missing (the columns present are listed), the time column
-        has values that are not dates, or too few rows are left on either side.
-    """
-    for role, column in (("target", config.target), ("time", config.time_column)):
-        if column is not None and column not in frame.columns:
-            raise DataValidationError(f"The {role} column {column!r} is not in the snapshot; its columns are "
-                                      f"{list(map(str, frame.columns))}.")
-    missing = int(frame[config.target].isna().sum())
-    if missing:
-        raise DataValidationError(f"{missing} row(s) of the snapshot have no value in the target column "
-                                  f"{config.target!r}; drop or label them.")
-    order = "file order"
-    if config.time_column is not None:
-        times = pd.to_datetime(frame[config.time_column], errors="coerce")
-        bad = int(times.isna().sum())
-        if bad:
-            raise DataValidationError(f"{bad} value(s) of the time column {config.time_column!r} are missing or "
-                                      "not dates; fix them or remove time_column from the config.")
-        frame = frame.iloc[np.argsort(times.to_numpy(), kind="stable")].drop(columns=config.time_column)
-        order = f"{config.time_column}"
-    n_hold = int(np.ceil(config.holdout_size * len(frame)))
-    if n_hold < 2 or len(frame) - n_hold < 10:
-        raise DataValidationError(f"The snapshot's {len(frame)} rows cannot give a holdout of {config.holdout_size:g} "
-                                  "with at least 2 holdout and 10 training rows.")
-    train, hold = frame.iloc[:-n_hold], frame.iloc[-n_hold:]
-    X, y = train.drop(columns=config.target), train[config.target]
-    return X, y, hold.drop(columns=config.target), hold[config.target], f"the {n_hold} newest rows by {order}"
 
 
 def load_champion(client, name):
@@ -404,8 +307,12 @@ def register(client, name, model, snapshot):
     except MlflowException as exc:
         if "RESOURCE_ALREADY_EXISTS" not in str(exc.error_code):
             raise
-    return client.create_model_version(name, source=uri, run_id=model.mlflow_run_id_,
-                                       model_id=uri.rsplit("/", 1)[-1], tags={SNAPSHOT_TAG: snapshot})
+    from .mlflow_model import _global_tracking_uri
+
+    # MLflow resolves the models:/ source with a default client inside create_model_version.
+    with _global_tracking_uri(client.tracking_uri):
+        return client.create_model_version(name, source=uri, run_id=model.mlflow_run_id_,
+                                           model_id=uri.rsplit("/", 1)[-1], tags={SNAPSHOT_TAG: snapshot})
 
 
 def _version_of_snapshot(client, name, snapshot):
@@ -450,11 +357,15 @@ def _decide(summary, challenger, champion, X_hold, y_hold, margin):
     if summary.champion_version == summary.challenger_version:  # promoted by a job killed before its record
         summary.status, summary.reason = "promoted", "already the champion: an earlier attempt promoted it"
         return
+    known = set(map(str, champion.classes_))
+    new_classes = sorted((set(map(str, y_hold.unique())) | set(map(str, challenger.classes_))) - known)
+    if new_classes:
+        _needs_a_person(summary, f"the snapshot has class(es) the champion never saw: {new_classes}")
+        return
     try:
         summary.champion_score = holdout_score(champion, X_hold, y_hold, summary.metric, labels)
     except Exception as exc:  # noqa: BLE001  (the champion no longer runs on this data)
-        summary.status = "promoted"
-        summary.reason = f"the champion (version {summary.champion_version}) fails on the new data: {exc}"
+        _needs_a_person(summary, f"the champion (version {summary.champion_version}) fails on the new data: {exc}")
         return
     gain = (summary.challenger_score - summary.champion_score) * (1 if better else -1)
     versus = (f"{summary.metric} {summary.challenger_score:.4f} vs {summary.champion_score:.4f} of version "
@@ -463,6 +374,13 @@ def _decide(summary, challenger, champion, X_hold, y_hold, margin):
         summary.status, summary.reason = "promoted", f"{versus}: better by {gain:.4f} >= margin {margin:g}"
     else:
         summary.status, summary.reason = "kept", f"{versus}: gain {gain:.4f} < margin {margin:g}; champion kept"
+
+
+def _needs_a_person(summary, why):
+    """A change no score can settle (new classes, a champion that no longer runs): fail, keep the champion."""
+    summary.status = "failed"
+    summary.reason = (f"{why}. Version {summary.challenger_version} is registered but not promoted: if the "
+                      f"change is intended, move the '{CHAMPION}' alias to it by hand.")
 
 
 def _already_decided(summary, version):

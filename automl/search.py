@@ -277,8 +277,24 @@ def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, 
         # Two workers each running a multi-threaded fit on two cores would fight for them.
         with quiet_optuna(), threadpool_limits(limits=threads):
             study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler, pruner=pruner)
-            study.optimize(objective, timeout=timeout, catch=(Exception,), callbacks=callbacks)
+            orphaned = _StopWhenOrphaned(os.getppid())
+            study.optimize(objective, timeout=timeout, catch=(Exception,), callbacks=[*callbacks, orphaned])
     return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
+
+
+class _StopWhenOrphaned:
+    """Stop a worker's study after its current trial once the process that started it is gone.
+
+    A SIGKILLed fit cannot stop its workers; without this they would search on, unowned, until
+    the timeout (a restarted retraining job would find them still writing to the study).
+    """
+
+    def __init__(self, parent):
+        self.parent = parent
+
+    def __call__(self, study, trial):
+        if os.getppid() != self.parent:
+            study.stop()
 
 
 class ProgressLine:

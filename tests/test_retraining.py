@@ -23,17 +23,21 @@ from automl.cli import main
 from automl.datasets import load_dataset
 from automl.exceptions import ConfigError
 from automl.mlflow_model import _global_tracking_uri
-from automl.retraining import EXIT_CODES, JobBusyError, job_lock, read_config, run_job, split_holdout
+from automl.retraining import EXIT_CODES, JobBusyError, job_lock, read_config, run_job
+from automl.snapshot import load_snapshot, split_holdout
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SEARCH = {"n_trials": 5, "include": ["logreg", "hgb"], "random_state": 0}
 
 
 def toml(sections):
+    def value(v):  # JSON is TOML for these values, but for TOML's spelling of nan and inf
+        return str(v) if isinstance(v, float) and not np.isfinite(v) else json.dumps(v)
+
     lines = []
     for section, values in sections.items():
         lines.append(f"[{section}]")
-        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+        lines += [f"{key} = {value(v)}" for key, v in values.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -121,19 +125,22 @@ def test_second_snapshot_registers_version_2_and_follows_the_margin(first_job, c
     assert aliases(mlflow_server, "credit") == ("1", [1, 2])
 
 
-def test_champion_that_cannot_score_new_data_is_replaced(first_job, credit_g, mlflow_server):
+def test_a_champion_that_cannot_score_the_new_data_needs_a_person(first_job, credit_g, mlflow_server):
     tmp, _, _ = first_job
     changed = credit_g.drop(columns=["age"]).assign(age_band=(credit_g["age"] // 10).astype(str))
-    config = job(tmp, "credit", snapshot(tmp, changed, 1000, "snap3"), mlflow_server, promotion={"margin": 1.0})
+    config = job(tmp, "credit", snapshot(tmp, changed, 1000, "snap3"), mlflow_server)
     summary = run_job(read_config(config))
-    assert summary.status == "promoted", summary.reason
+    assert summary.status == "failed" and summary.exit_code == 1
     assert "fails on the new data" in summary.reason and "'age'" in summary.reason
+    assert "Version 3 is registered but not promoted" in summary.reason
     assert summary.drift["missing_columns"] == ["age"] and summary.drift["new_columns"] == ["age_band"]
-    assert aliases(mlflow_server, "credit") == ("3", [1, 2, 3])
+    assert aliases(mlflow_server, "credit") == ("1", [1, 2, 3])
 
 
 @pytest.mark.parametrize("case, expected", [
     ("missing target", "target column 'class' is not in the snapshot"),
+    ("one-class holdout", "The holdout (250 newest rows by file order) holds one class only ('good')"),
+    ("files differ", "has other columns than"),
     ("unlabelled rows", "3 row(s) of the snapshot have no value in the target column 'class'"),
     ("unreadable", "Cannot read"),
     ("no file", "No file matches"),
@@ -143,6 +150,13 @@ def test_bad_data_fails_and_leaves_the_champion(first_job, credit_g, mlflow_serv
     champion_before = aliases(mlflow_server, "credit")
     if case == "missing target":
         data = snapshot(tmp, credit_g.drop(columns="class"), 1000, "no_target")
+    elif case == "one-class holdout":
+        data = snapshot(tmp, credit_g.assign(**{"class": credit_g["class"].where(credit_g.index < 750, "good")}),
+                        1000, "one_class")
+    elif case == "files differ":
+        snapshot(tmp, credit_g.iloc[:500], 500, "part-1")
+        snapshot(tmp, credit_g.iloc[500:].drop(columns="age"), 500, "part-2")
+        data = tmp / "part-*.csv"
     elif case == "unlabelled rows":
         data = snapshot(tmp, credit_g.assign(**{"class": credit_g["class"].mask(credit_g.index.isin([5, 50, 900]))}),
                         1000, "unlabelled")
@@ -251,6 +265,10 @@ GOOD = {"data": {"path": "d.csv", "target": "y"}, "mlflow": {"model_name": "m"}}
     ({"search": {"time_budget": -1}}, r"time_budget must be > 0, got -1"),
     ({"search": {"include": ["hgb", 3]}}, r"include must be a list of strings"),
     ({"promotion": {"holdout_size": 1.5}}, r"holdout_size must be > 0 and < 1, got 1.5"),
+    ({"promotion": {"margin": float("nan")}}, r"margin must be a finite number, got nan"),
+    ({"search": {"time_budget": float("inf")}}, r"time_budget must be a finite number, got inf"),
+    ({"search": {"metric": "auc"}}, r"metric 'auc' is unknown; the metrics are \['accuracy'"),
+    ({"search": {"include": ["hgb", "lightgbm"]}}, r"unknown model families \['lightgbm'\]"),
     ({"data": {"target": "y", "path": "d.csv", "sql_query": "select 1", "sql_url": "sqlite://"}},
      "exactly one source"),
     ({"data": {"target": "y", "sql_query": "select 1"}}, "sql_query and sql_url go together"),
@@ -299,8 +317,7 @@ def test_holdout_is_the_newest_rows_by_time_column(tmp_path):
 def test_margin_zero_moves_the_alias_exactly_when_the_challenger_is_better(first_job, credit_g, mlflow_server):
     tmp, _, _ = first_job
     before, versions = aliases(mlflow_server, "credit")
-    changed = credit_g.drop(columns=["age"]).assign(age_band=(credit_g["age"] // 10).astype(str))
-    reversed_rows = changed.iloc[::-1].reset_index(drop=True)  # another snapshot, another holdout
+    reversed_rows = credit_g.iloc[::-1].reset_index(drop=True)  # another snapshot, another holdout
     config = job(tmp, "credit", snapshot(tmp, reversed_rows, 1000, "snap4"), mlflow_server)
     summary = run_job(read_config(config))
     new = str(max(versions) + 1)
@@ -317,8 +334,6 @@ POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 def test_snapshot_from_a_sql_query_on_postgresql(tmp_path, credit_g):
     # The PostgreSQL this machine starts on 127.0.0.1 (trust auth, database test).
     import sqlalchemy
-
-    from automl.retraining import load_snapshot
 
     table = f"retrain_snapshot_{os.getpid()}"
     engine = sqlalchemy.create_engine(POSTGRES_URL)
