@@ -72,10 +72,10 @@ def add_fit_parser(subparsers):
 
 
 def run_fit(args):
+    from .persistence import refuse_non_empty
+
     out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
-        # Refused before the search, not after it.
-        raise FileExistsError(f"{out} exists and is not empty; pass --overwrite to replace the model in it.")
+    refuse_non_empty(out, args.overwrite)  # before the search, not after it
     X, y = _read_training(args)
     model = _estimator(args, storage=args.storage).fit(X, y)
     model.save(out, overwrite=args.overwrite)

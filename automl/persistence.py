@@ -164,9 +164,7 @@ def save(model, path, *, overwrite=False):
     from .mlflow_model import _code_paths, _pip_requirements
 
     path = Path(path)
-    if path.exists() and any(path.iterdir()) and not overwrite:
-        raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True (CLI: --overwrite) "
-                              "to replace the model in it, or choose another folder.")
+    refuse_non_empty(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
@@ -248,17 +246,32 @@ def load(path):
         import joblib
 
         return joblib.load(path / LEGACY_MODEL_FILE)
-    import mlflow.sklearn
-
     if not (path / "MLmodel").is_file():
         raise FileNotFoundError(f"{path} has a manifest but no MLmodel file: the model was not saved whole.")
-    # MLflow prepends the model's code folder to sys.path for good; automl is already imported,
-    # so the pickle resolves to it either way, and the user's sys.path is left as it was.
+    return load_mlflow_model(str(path))
+
+
+def load_mlflow_model(uri):
+    """``mlflow.sklearn.load_model(uri)``, leaving ``sys.path`` as it was.
+
+    MLflow prepends the model's code folder to ``sys.path`` for good; automl is already imported,
+    so the pickle resolves to it either way. Unpickling runs code: load only models you trust.
+    """
+    import mlflow.sklearn
+
     search_path = list(sys.path)
     try:
-        return mlflow.sklearn.load_model(str(path))
+        return mlflow.sklearn.load_model(uri)
     finally:
         sys.path[:] = search_path
+
+
+def refuse_non_empty(path, overwrite):
+    """Raise FileExistsError if ``path`` is a non-empty folder and ``overwrite`` is False."""
+    path = Path(path)
+    if path.exists() and any(path.iterdir()) and not overwrite:
+        raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True (CLI: --overwrite) "
+                              "to replace the model in it, or choose another folder.")
 
 
 def release_series(version):

@@ -25,7 +25,6 @@ import fcntl
 import json
 import logging
 import os
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -177,18 +176,12 @@ def load_champion(client, name):
 
 
 def _load_version(client, name, version):
-    import mlflow.sklearn
-
     from .mlflow_model import _global_tracking_uri
+    from .persistence import load_mlflow_model
 
     # models:/ URIs resolve against MLflow's process-wide URI, not a client's: point it at ours.
-    # As in persistence.load, MLflow prepends the model's code folder to sys.path for good.
-    search_path = list(sys.path)
-    try:
-        with _global_tracking_uri(client.tracking_uri):
-            return mlflow.sklearn.load_model(f"models:/{name}/{version}")
-    finally:
-        sys.path[:] = search_path
+    with _global_tracking_uri(client.tracking_uri):
+        return load_mlflow_model(f"models:/{name}/{version}")
 
 
 def compare_with_champion(champion, X, y):

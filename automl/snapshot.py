@@ -1,5 +1,6 @@
 """The retraining job's data: the snapshot (files or a SQL query), its fingerprint, its holdout."""
 
+import glob
 import hashlib
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def load_snapshot(config):
         finally:
             engine.dispose()
     else:
-        files = sorted(Path(p) for p in _glob(config.path))
+        files = sorted(Path(p) for p in glob.glob(str(config.path)))
         if not files:
             raise FileNotFoundError(f"No file matches data.path = {str(config.path)!r}.")
         frames = [_read_file(f) for f in files]
@@ -45,12 +46,6 @@ def load_snapshot(config):
     if frame.empty:
         raise DataValidationError("The snapshot has no rows.")
     return frame
-
-
-def _glob(pattern):
-    import glob
-
-    return glob.glob(str(pattern))
 
 
 def _read_file(path):
