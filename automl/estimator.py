@@ -35,6 +35,7 @@ from .search import (
     run_search,
 )
 from .search_space import portfolio, rebuild
+from .target import class_counts_of, training_classes, widen_proba
 from .tracking import make_tracker
 from .validation import check_prediction_data, check_training_data
 
@@ -116,7 +117,10 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The original class labels.
+        The original class labels, sorted.
+    class_counts_ : ndarray of int of shape (n_classes,)
+        Training rows of each class. A class seen once (count 1) is left out of the search and
+        predicted at its training base rate.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Set when X is a DataFrame with string column names.
@@ -240,12 +244,14 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         """
         started = time.time()
         self._check_params()
-        X_clean, y_enc, self.classes_, self.profile_ = check_training_data(X, y, n_folds=self._n_folds())
+        X_clean, y_enc, _, self.profile_ = check_training_data(X, y, n_folds=self._n_folds())
+        self.classes_, self.class_counts_ = training_classes(y)
         self._set_input_features(X)
         deadline, final = self._deadlines(started)
         metric = get_metric(self.metric, self.profile_.n_classes)
         specs = resolve_components(self.include, self.components, self.profile_)
-        seed = self.random_state_ = self._seed()
+        seed = self.random_state_ = (
+            self.random_state if self.random_state is not None else int(np.random.default_rng().integers(2**31 - 1)))
         self.components_ = specs
         folds = self._make_folds(X_clean, y_enc, seed)
         self.search_key_ = search_key(self.profile_.fingerprint, folds, metric.name)
@@ -360,9 +366,6 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         check = MODEL_CHECK_SHARE * self.time_budget if self.leak_check != "off" else 0.0
         return started + self.time_budget, started + self.time_budget - check
 
-    def _seed(self):
-        return self.random_state if self.random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
-
     def _make_folds(self, X, y, seed):
         # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
         splitter = self.cv
@@ -443,12 +446,10 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         states = self.leaderboard_["state"].value_counts()
         metrics = {
             "best_score": self.best_score_, "best_score_std": self.best_score_std_,
-            "ensemble_hillclimb_score": self.ensemble_score_,
-            "n_leak_findings": len(self.leak_report_.findings),
+            "ensemble_hillclimb_score": self.ensemble_score_, "n_leak_findings": len(self.leak_report_.findings),
             "search_seconds": self.timings_["search"], "ensemble_seconds": self.timings_["ensemble"],
+            **{f"n_trials_{state.lower()}": int(states.get(state, 0)) for state in ("COMPLETE", "PRUNED", "FAIL")},
         }
-        for state in ("COMPLETE", "PRUNED", "FAIL"):
-            metrics[f"n_trials_{state.lower()}"] = int(states.get(state, 0))
         return {k: float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)}
 
     def predict_proba(self, X):
@@ -462,7 +463,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``; rows sum to 1.
+            Columns in the order of ``classes_``; rows sum to 1. A class seen once in training gets
+            its base rate (:func:`automl.target.widen_proba`).
 
         Raises
         ------
@@ -470,7 +472,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
             If a training column is missing (named in the message) or a value cannot be converted.
         """
         check_is_fitted(self, "ensemble_")
-        return self.ensemble_.predict_proba(check_prediction_data(X, self.profile_))
+        proba = self.ensemble_.predict_proba(check_prediction_data(X, self.profile_))
+        return widen_proba(proba, class_counts_of(self))
 
     def predict(self, X):
         """Most probable class of each row.

@@ -21,6 +21,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from .target import class_counts_of
+
 FORMAT_VERSION = 2
 MANIFEST_FILE = "manifest.json"
 LEGACY_MODEL_FILE = "model.joblib"  # format 1
@@ -93,7 +95,7 @@ def manifest_of(model):
         "categories": {c: list(v) for c, v in profile.categories.items()},
         "dropped": dict(profile.dropped_columns),
         "classes": [str(c) for c in model.classes_],
-        "class_counts": [int(n) for n in profile.class_counts],
+        "class_counts": list(class_counts_of(model)),
         "metric": model.metric_,
         "fingerprint": profile.fingerprint,
         "n_samples": int(profile.n_samples),

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import plots
+from .target import class_counts_of
 
 __all__ = ["report_artifacts", "report_data", "render_html", "write_model_report", "write_report"]
 
@@ -47,7 +48,7 @@ def report_data(model, nested_cv=None):
         "format": FORMAT, "version": VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "estimator": type(model).__name__,
-        "data": _data_summary(model.profile_, model.classes_),
+        "data": _data_summary(model.profile_, model.classes_, class_counts_of(model)),
         "search": _search_summary(model, board),
         "trials": _records(board.drop(columns=["params"]).sort_values("trial")),
         "leaderboard": _records(board.head(TOP_N)),
@@ -64,7 +65,7 @@ def _n_folds(model):
     return model.cv if isinstance(model.cv, int) else model.cv.get_n_splits()
 
 
-def _data_summary(profile, classes):
+def _data_summary(profile, classes, class_counts):
     columns = [
         {"column": c, "kind": profile.kinds.get(c, "numeric"), "missing_rate": profile.missing_rate.get(c, 0.0),
          "n_levels": len(profile.categories[c]) if c in profile.categories else None}
@@ -72,7 +73,7 @@ def _data_summary(profile, classes):
     ]
     return {
         "n_samples": profile.n_samples, "n_features": profile.n_features, "task": profile.task,
-        "classes": [str(c) for c in classes], "class_counts": list(profile.class_counts),
+        "classes": [str(c) for c in classes], "class_counts": list(class_counts),
         "columns": columns, "dropped_columns": dict(profile.dropped_columns),
         "fingerprint": profile.fingerprint,
     }

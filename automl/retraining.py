@@ -34,6 +34,7 @@ import numpy as np
 
 from .job_config import read_config
 from .snapshot import load_snapshot, snapshot_fingerprint, split_holdout
+from .target import class_counts_of
 
 __all__ = ["EXIT_CODES", "JobSummary", "read_config", "run_job"]
 
@@ -202,7 +203,8 @@ def compare_with_champion(champion, X, y):
             new = sorted(set(X[column].dropna().astype(str)) - set(profile.categories[column]))
             if new:
                 new_categories[column] = {"count": len(new), "levels": new[:10]}
-    before = np.asarray(profile.class_counts, dtype=float) / sum(profile.class_counts)
+    counts = class_counts_of(champion)
+    before = np.asarray(counts, dtype=float) / sum(counts)
     shares = {str(c): [float(s), 0.0] for c, s in zip(champion.classes_, before)}
     for label, share in y.astype(str).value_counts(normalize=True).items():
         shares.setdefault(label, [0.0, 0.0])[1] = float(share)

@@ -138,3 +138,57 @@ def _check_class_counts(classes, counts, n_folds):
         warnings.warn(
             f"{len(rare)} class(es) have fewer members than n_folds={n_folds}: {listing(rare, render=str)}. "
             "Some folds score no row of them, so their fold scores vary more.", DataRepairWarning, stacklevel=4)
+
+
+def training_classes(y):
+    """Every label of a validated y with its count, dropped classes included.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        A target that :func:`encode_target` accepted.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        Sorted labels, in the order :func:`encode_target` sorts them.
+    counts : ndarray of int of shape (n_classes,)
+        Rows of each label; 1 marks a class that was dropped from the search.
+    """
+    return np.unique(_target_array(y), return_counts=True)
+
+
+def widen_proba(proba, class_counts):
+    """Add a column for each class seen once, at its training base rate, to the kept classes' probabilities.
+
+    A class dropped from the search still exists: giving it probability 0 costs a log loss of about
+    34 on each of its rows (the clipping bound), so it gets its share of the training rows instead, and
+    the kept classes' probabilities shrink by the same total.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_kept)
+        Probabilities over the classes with 2 or more training rows.
+    class_counts : array-like of int of shape (n_classes,)
+        Training rows of every class (:func:`training_classes`).
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes)
+        Rows sum to 1.
+    """
+    counts = np.asarray(class_counts)
+    kept = counts >= 2
+    if kept.all():
+        return proba
+    prior = counts / counts.sum()
+    widened = np.empty((proba.shape[0], len(counts)))
+    widened[:, ~kept] = prior[~kept]
+    widened[:, kept] = proba * (1.0 - prior[~kept].sum())
+    return widened
+
+
+def class_counts_of(model):
+    """Training rows of each class in ``model.classes_`` (models saved before ``class_counts_`` have the profile's)."""
+    counts = getattr(model, "class_counts_", None)
+    return tuple(int(n) for n in (model.profile_.class_counts if counts is None else counts))

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from automl import AutoClassifier
 from automl.components import ComponentSpec
 from automl.datasets import load_dataset
-from automl.exceptions import DataValidationError, LeakageWarning
+from automl.exceptions import DataRepairWarning, DataValidationError, LeakageWarning
 
 TINY = dict(time_budget=None, n_trials=3, include=["logreg"], cv=2, tracking=False, verbose=0,
             random_state=0)
@@ -110,6 +110,25 @@ def test_multiclass_default_metric_is_log_loss(load_shared):
         model.leaderboard_[model.leaderboard_["state"] == "COMPLETE"]["mean"].min()
     )
     assert model.predict_proba(X).shape == (len(X), len(np.unique(y)))
+
+
+def test_class_seen_once_is_predicted_at_its_base_rate(shared_data):
+    # ecoli with one imS row left: the class is dropped from the search but stays in classes_, so a
+    # test row of it costs log(n) instead of the clipping bound (the benchmark lost ecoli on one row).
+    frame = pd.read_csv(shared_data / "ecoli.csv")
+    frame = frame.drop(index=frame.index[frame["class"] == "imS"][:1])
+    X, y = frame.drop(columns="class"), frame["class"]
+    with pytest.warns(DataRepairWarning, match="single member"):
+        model = AutoClassifier(**dict(TINY, include=["logreg"], n_trials=2, cv=3)).fit(X, y)
+    assert list(model.classes_) == sorted(y.unique()) and len(model.classes_) == 8
+    counts = dict(zip(model.classes_, model.class_counts_))
+    assert counts["imS"] == 1 and counts["cp"] == (y == "cp").sum()
+    proba = model.predict_proba(X)
+    imS = list(model.classes_).index("imS")
+    np.testing.assert_allclose(proba[:, imS], 1 / len(y))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert log_loss(y, proba, labels=model.classes_) < 1.0
+    assert "imS" not in model.predict(X)
 
 
 class _Broken(ClassifierMixin, BaseEstimator):
