@@ -1,6 +1,7 @@
 """The ``automl`` command: thin argparse over the library.
 
-``automl fit data.csv --target col --time-budget 60 --out DIR``, ``automl predict DIR new.csv``,
+``automl fit data.csv --target col --time-budget 60 --out DIR`` (``--task regression`` for a numeric
+target; inferred when left out), ``automl predict DIR new.csv``,
 ``automl evaluate data.csv --target col --outer-cv 3`` (nested CV) and ``automl report RUN_ID``.
 Each subcommand has ``add_parser(subparsers)`` and ``run(args)``; the logic lives in the library.
 Exit codes: 0 success, 1 failure (the error is logged to stderr), 2 bad arguments (argparse).
@@ -23,9 +24,12 @@ def _read_table(path):
 
 
 def _add_search_arguments(p):
-    """The data and the AutoClassifier settings, shared by fit and evaluate."""
+    """The data and the estimator's settings, shared by fit and evaluate."""
     p.add_argument("data", help="CSV or Parquet file with the features and the target")
     p.add_argument("--target", required=True, help="name of the target column")
+    p.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
+                   help=f"default auto: regression for a numeric target with more than {MAX_CLASSES} distinct "
+                        "values, else classification (a message says which)")
     p.add_argument("--time-budget", type=_budget, default=60.0,
                    help="wall seconds per fit (default 60); 'none' for no clock (then give --n-trials)")
     p.add_argument("--n-trials", type=int, default=None)
@@ -43,10 +47,32 @@ def _budget(text):
     return None if text.strip().lower() == "none" else float(text)
 
 
-def _estimator(args, **extra):
-    from .estimator import AutoClassifier
+# A numeric target with more distinct values than this is taken for a regression target.
+MAX_CLASSES = 20
 
-    return AutoClassifier(
+
+def infer_task(y, name="target"):
+    """``"regression"`` for a numeric (not boolean) target with more than MAX_CLASSES values, else classification.
+
+    Logs which it chose and why, so a user can override it with ``--task``.
+    """
+    import pandas as pd
+
+    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    n_distinct = int(pd.Series(y).nunique())
+    task = "regression" if numeric and n_distinct > MAX_CLASSES else "classification"
+    why = (f"numeric with {n_distinct} distinct values" if numeric else f"of dtype {pd.Series(y).dtype}")
+    logger.info("Target %r is %s: task %s (pass --task to choose).", name, why, task)
+    return task
+
+
+def _estimator(args, y, **extra):
+    from .estimator import AutoClassifier
+    from .regressor import AutoRegressor
+
+    task = infer_task(y, args.target) if args.task == "auto" else args.task
+    kind = AutoRegressor if task == "regression" else AutoClassifier
+    return kind(
         time_budget=args.time_budget, n_trials=args.n_trials, metric=args.metric, cv=args.cv,
         n_jobs=args.n_jobs, random_state=args.random_state,
         include=args.include.split(",") if args.include else None,
@@ -77,7 +103,7 @@ def run_fit(args):
     out = Path(args.out)
     refuse_non_empty(out, args.overwrite)  # before the search, not after it
     X, y = _read_training(args)
-    model = _estimator(args, storage=args.storage).fit(X, y)
+    model = _estimator(args, y, storage=args.storage).fit(X, y)
     model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
@@ -91,7 +117,7 @@ def add_predict_parser(subparsers):
     p.add_argument("model", help="folder written by 'automl fit'")
     p.add_argument("data", help="CSV or Parquet file with the feature columns")
     p.add_argument("--output", default="-", help="CSV file for predictions (default: stdout)")
-    p.add_argument("--proba", action="store_true", help="write class probabilities too")
+    p.add_argument("--proba", action="store_true", help="write class probabilities too (classifiers)")
     p.set_defaults(run=run_predict)
 
 
@@ -101,6 +127,9 @@ def run_predict(args):
     from .persistence import load
 
     model = load(args.model)
+    if args.proba and not hasattr(model, "predict_proba"):
+        raise ValueError(f"--proba: the model in {args.model} is a {type(model).__name__}, which predicts "
+                         "values, not class probabilities; leave --proba out.")
     X = _read_table(args.data)
     out = pd.DataFrame({"prediction": model.predict(X)})
     if args.proba:
@@ -132,7 +161,7 @@ def run_evaluate(args):
     if args.json:  # made now, so that a bad path fails before the compute, not after it
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     X, y = _read_training(args)
-    estimator = _estimator(args, verbose=0)
+    estimator = _estimator(args, y, verbose=0)
     report = nested_cv(estimator, X, y, outer_cv=args.outer_cv, n_jobs=args.outer_jobs,
                        random_state=args.random_state)
     print(report.folds.drop(columns=["mlflow_run_id"]).to_string(index=False, float_format="%.4f"))
@@ -143,8 +172,8 @@ def run_evaluate(args):
     print(f"nested CV {report.metric}: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f} (standard error) "
           f"vs the search's own best {claim}{run}")
     if (report.folds["n_complete"] == 0).any():
-        logger.warning("In %d outer fold(s) no trial finished: there the model was the fallback logistic "
-                       "regression. Raise --time-budget.", int((report.folds["n_complete"] == 0).sum()))
+        logger.warning("In %d outer fold(s) no trial finished: there the model was the fallback (logistic or "
+                       "ridge regression). Raise --time-budget.", int((report.folds["n_complete"] == 0).sum()))
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_dict(), indent=1))
     if args.report:

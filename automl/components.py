@@ -132,6 +132,8 @@ def _early_stopping(profile):
     HistGradientBoosting and MLP stratify that split and fail when a class cannot appear in it;
     below that size they train a fixed number of iterations instead.
     """
+    if profile.task == "regression":  # the split is not stratified: only its size matters
+        return profile.n_samples >= 500
     # A class needs 2 members in the split's training rows, and a fold's training rows may lack one.
     return (profile.n_samples * 0.1 * 0.8 >= 2 * profile.n_classes and profile.n_samples >= 500
             and min(profile.class_counts) >= 3)
@@ -298,7 +300,7 @@ DEFAULT_COMPONENTS = (
 )
 
 
-def resolve_components(include=None, extra=(), profile=None):
+def resolve_components(include=None, extra=(), profile=None, task="classification"):
     """The ordered list of model families a search may use.
 
     Parameters
@@ -308,7 +310,11 @@ def resolve_components(include=None, extra=(), profile=None):
     extra : sequence of ComponentSpec, default=()
         User families appended to the registry.
     profile : DatasetProfile or None, default=None
-        When given, families whose ``max_rows`` the data exceeds are dropped.
+        When given, families whose ``max_rows`` the data exceeds are dropped, and a regression
+        profile selects the regression registry.
+    task : {"classification", "regression"}, default="classification"
+        The registry when no profile is given: :data:`DEFAULT_COMPONENTS` or
+        :data:`automl.regressors.REGRESSION_COMPONENTS`.
 
     Returns
     -------
@@ -320,8 +326,12 @@ def resolve_components(include=None, extra=(), profile=None):
         If two specs share a key (both are named), if ``include`` names an unknown key (the valid
         keys are listed), if an included family's package is not installed, or if nothing is left.
     """
+    if profile is not None and profile.task == "regression" or task == "regression":
+        from .regressors import REGRESSION_COMPONENTS as defaults
+    else:
+        defaults = DEFAULT_COMPONENTS
     registry = {}
-    for spec in (*DEFAULT_COMPONENTS, *extra):
+    for spec in (*defaults, *extra):
         if spec.key in registry:
             raise ValueError(
                 f"Duplicate component key {spec.key!r}: {registry[spec.key].name!r} and {spec.name!r}."

@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from .exceptions import LeakageWarning
 from .leakage import MAX_FOLDS, LeakageReport, LeakFinding, _round, _stratified
 from .objective import aligned_proba
-from .scoring import Metric, get_metric
+from .scoring import REGRESSION_METRICS, Metric, get_metric
 
 __all__ = ["check_in_time", "check_model_dominance"]
 
@@ -39,11 +39,11 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
 
     Parameters
     ----------
-    model : sklearn classifier or Pipeline
+    model : sklearn classifier or regressor, or a Pipeline
         Cloned and refit per fold; it must accept X as given.
     X : DataFrame of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
-        Encoded labels 0 .. n_classes - 1.
+        Encoded labels 0 .. n_classes - 1, or the target values for a regression metric.
     folds : list of (ndarray, ndarray)
         (train, test) index pairs, e.g. the search's outer folds.
     metric : str or Metric
@@ -75,12 +75,15 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
     >>> [(f.column, f.kind, f.severity) for f in report.findings]
     [('c', 'dominant_feature', 'high')]
     """
-    y = np.asarray(y, dtype=int)
-    n_classes = int(y.max()) + 1
+    regression = isinstance(metric, Metric) and metric.task == "regression" or metric in REGRESSION_METRICS
+    y = np.asarray(y, dtype=float if regression else int)
+    n_classes = 0 if regression else int(y.max()) + 1
     metric = metric if isinstance(metric, Metric) else get_metric(metric, n_classes)
     rng, importances, scores, started = check_random_state(random_state), [], [], time.time()
 
     def scorer(estimator, X_part, y_part):
+        if regression:
+            return metric.signed(y_part, estimator.predict(X_part))
         return metric.signed(y_part, aligned_proba(estimator, X_part, n_classes))
 
     n_rows = []
@@ -93,7 +96,8 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
         rows = _rows_in_time(len(test), time.time() - scoring_started, X.shape[1], deadline)
         if rows < min(MIN_PERMUTATION_ROWS, len(test)):
             break
-        test = test[_stratified(y[test], rows, rng)]  # rare classes kept for the metric
+        # Classes: stratified, so rare classes stay for the metric; regression: a plain random sample.
+        test = np.sort(rng.permutation(test)[:rows]) if regression else test[_stratified(y[test], rows, rng)]
         result = permutation_importance(fitted, X.iloc[test], y[test], scoring=scorer, n_repeats=N_REPEATS,
                                         random_state=rng.randint(2**31 - 1))
         importances.append(result.importances_mean)

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
@@ -20,12 +20,126 @@ from .exceptions import NoSuccessfulTrialsError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WeightedEnsembleClassifier"]
+__all__ = ["WeightedEnsembleClassifier", "WeightedEnsembleRegressor"]
 
 _FINAL_FIT_OPTIONS = ("refit", "bag")
 
 
-class WeightedEnsembleClassifier(ClassifierMixin, BaseEstimator):
+class _WeightedEnsemble(BaseEstimator):
+    """Fit and average weighted members; the classifier and the regressor say what is averaged."""
+
+    def __init__(self, *, estimators, weights, final_fit="refit", cv=None, n_jobs=1):
+        self.estimators = estimators
+        self.weights = weights
+        self.final_fit = final_fit
+        self.cv = cv
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y):
+        """Fit the members with positive weight.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Training data, passed unchanged to the members (their pipelines do the preprocessing).
+        y : array-like of shape (n_samples,)
+            Integer-encoded class labels ``0 .. n_classes - 1`` (classifier), or the target values
+            (regressor).
+
+        Returns
+        -------
+        self : estimator
+            The fitted ensemble.
+
+        Raises
+        ------
+        ValueError
+            If a parameter is invalid (weights negative, all zero or of the wrong length; unknown
+            ``final_fit``; missing or malformed ``cv`` for bagging) or y is not integer-encoded (classifier)
+            or finite (regressor).
+        """
+        kept, weights = self._check_weights()
+        folds = self._check_cv()
+        # skip_check_array: the members' pipelines must receive X as given (DataFrame, mixed dtypes).
+        X, y = validate_data(self, X, y, skip_check_array=True)
+        y = self._check_target(y)
+        check_consistent_length(X, y)
+        members = [self.estimators[i] for i in kept]
+        rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
+        # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between them.
+        with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // self.n_jobs)):
+            fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(_fit_member)(member, X, y, train) for member in members for train in rows
+            )
+        if self.final_fit == "refit":
+            self.estimators_ = fitted
+        else:
+            self.estimators_ = [fitted[i:i + len(rows)] for i in range(0, len(fitted), len(rows))]
+        self.weights_ = weights
+        self._set_target_attributes(y)
+        return self
+
+    def _average(self, X, predict):
+        """Weighted average of ``predict(model, X)`` over the members (a bagged member: its fold models' mean)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, skip_check_array=True)
+        total = None
+        for weight, fitted in zip(self.weights_, self.estimators_):
+            models = fitted if isinstance(fitted, list) else [fitted]
+            contribution = weight * (sum(predict(model, X) for model in models) / len(models))
+            total = contribution if total is None else total + contribution
+        return total
+
+    def _check_weights(self):
+        """Validate ``weights`` against ``estimators``.
+
+        Returns
+        -------
+        kept : ndarray of shape (n_members,)
+            Indices of the estimators with positive weight.
+        weights : ndarray of shape (n_members,)
+            Their weights, normalized to sum to 1.
+        """
+        n_estimators = len(self.estimators)
+        if n_estimators == 0:
+            raise ValueError(
+                f"The 'estimators' parameter of {type(self).__name__} must be a non-empty list of "
+                "estimators. Got an empty list instead."
+            )
+        weights = np.asarray(self.weights, dtype=float)
+        if weights.ndim != 1 or weights.shape[0] != n_estimators:
+            problem = f"one weight per estimator ({n_estimators})"
+        elif not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            problem = "finite and non-negative"
+        elif weights.sum() <= 0:
+            problem = "not all zero"
+        else:
+            kept = np.flatnonzero(weights > 0)
+            return kept, weights[kept] / weights[kept].sum()
+        raise ValueError(
+            f"The 'weights' parameter of {type(self).__name__} must be {problem}. "
+            f"Got {np.asarray(self.weights).tolist()} instead."
+        )
+
+    def _check_cv(self):
+        """Validate ``final_fit`` and, for bagging, ``cv``; return the list of folds (None for refit)."""
+        if self.final_fit not in _FINAL_FIT_OPTIONS:
+            raise ValueError(
+                f"The 'final_fit' parameter of {type(self).__name__} must be one of "
+                f"{list(_FINAL_FIT_OPTIONS)}. Got {self.final_fit!r} instead."
+            )
+        if self.final_fit == "refit":
+            return None
+        folds = list(self.cv) if isinstance(self.cv, (list, tuple)) else []
+        if not folds or any(not isinstance(f, (list, tuple)) or len(f) != 2 for f in folds):
+            raise ValueError(
+                f"The 'cv' parameter of {type(self).__name__} must be a non-empty list of "
+                f"(train_idx, test_idx) pairs when final_fit='bag'. Got {self.cv!r} instead."
+            )
+        return [(np.asarray(train), np.asarray(test)) for train, test in folds]
+
+
+class WeightedEnsembleClassifier(ClassifierMixin, _WeightedEnsemble):
     """Weighted soft-voting ensemble of classifiers (usually sklearn Pipelines).
 
     The predicted probabilities are the weighted average of the members' probabilities. Members with
@@ -102,55 +216,6 @@ class WeightedEnsembleClassifier(ClassifierMixin, BaseEstimator):
     [3, 3]
     """
 
-    def __init__(self, *, estimators, weights, final_fit="refit", cv=None, n_jobs=1):
-        self.estimators = estimators
-        self.weights = weights
-        self.final_fit = final_fit
-        self.cv = cv
-        self.n_jobs = n_jobs
-
-    def fit(self, X, y):
-        """Fit the members with positive weight.
-
-        Parameters
-        ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
-            Training data, passed unchanged to the members (their pipelines do the preprocessing).
-        y : array-like of shape (n_samples,)
-            Integer-encoded class labels ``0 .. n_classes - 1``.
-
-        Returns
-        -------
-        self : WeightedEnsembleClassifier
-            The fitted ensemble.
-
-        Raises
-        ------
-        ValueError
-            If a parameter is invalid (weights negative, all zero or of the wrong length; unknown
-            ``final_fit``; missing or malformed ``cv`` for bagging) or y is not integer-encoded.
-        """
-        kept, weights = self._check_weights()
-        folds = self._check_cv()
-        # skip_check_array: the members' pipelines must receive X as given (DataFrame, mixed dtypes).
-        X, y = validate_data(self, X, y, skip_check_array=True)
-        y = _check_encoded_labels(y)
-        check_consistent_length(X, y)
-        members = [self.estimators[i] for i in kept]
-        rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
-        # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between them.
-        with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // self.n_jobs)):
-            fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(_fit_member)(member, X, y, train) for member in members for train in rows
-            )
-        if self.final_fit == "refit":
-            self.estimators_ = fitted
-        else:
-            self.estimators_ = [fitted[i:i + len(rows)] for i in range(0, len(fitted), len(rows))]
-        self.weights_ = weights
-        self.classes_ = np.arange(int(y.max()) + 1)
-        return self
-
     def predict_proba(self, X):
         """Weighted average of the members' class probabilities.
 
@@ -164,16 +229,7 @@ class WeightedEnsembleClassifier(ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
             Class probabilities in the order of ``classes_``; each row sums to 1.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, skip_check_array=True)
-        proba = None
-        for weight, fitted in zip(self.weights_, self.estimators_):
-            # A bagged member is the plain mean of its fold models.
-            models = fitted if isinstance(fitted, list) else [fitted]
-            member_proba = sum(self._aligned_proba(model, X) for model in models) / len(models)
-            contribution = weight * member_proba
-            proba = contribution if proba is None else proba + contribution
-        return proba
+        return self._average(X, self._aligned_proba)
 
     def predict(self, X):
         """Class with the highest weighted probability.
@@ -207,53 +263,61 @@ class WeightedEnsembleClassifier(ClassifierMixin, BaseEstimator):
         aligned[:, model_classes.astype(int)] = proba
         return aligned
 
-    def _check_weights(self):
-        """Validate ``weights`` against ``estimators``.
+    def _check_target(self, y):
+        return _check_encoded_labels(y)
+
+    def _set_target_attributes(self, y):
+        self.classes_ = np.arange(int(y.max()) + 1)
+
+
+class WeightedEnsembleRegressor(RegressorMixin, _WeightedEnsemble):
+    """Weighted average of regressors' predictions (usually sklearn pipelines).
+
+    Parameters and fitting are those of :class:`WeightedEnsembleClassifier`: members with weight 0
+    are not fit, ``final_fit="bag"`` averages each member's fold models instead of refitting it.
+
+    Attributes
+    ----------
+    estimators_ : list of estimator, or list of list of estimator
+    weights_ : ndarray of shape (n_members,)
+        Normalized weights of the members in ``estimators_``; they sum to 1.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> ensemble = WeightedEnsembleRegressor(
+    ...     estimators=[Ridge(), DecisionTreeRegressor(max_depth=3, random_state=0)], weights=[1, 1]).fit(X, y)
+    >>> ensemble.predict(X[:2]).shape
+    (2,)
+    """
+
+    def predict(self, X):
+        """Weighted average of the members' predictions.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Input data, with the columns seen in ``fit``.
 
         Returns
         -------
-        kept : ndarray of shape (n_members,)
-            Indices of the estimators with positive weight.
-        weights : ndarray of shape (n_members,)
-            Their weights, normalized to sum to 1.
+        y_pred : ndarray of shape (n_samples,)
         """
-        n_estimators = len(self.estimators)
-        if n_estimators == 0:
-            raise ValueError(
-                "The 'estimators' parameter of WeightedEnsembleClassifier must be a non-empty list of "
-                "classifiers. Got an empty list instead."
-            )
-        weights = np.asarray(self.weights, dtype=float)
-        if weights.ndim != 1 or weights.shape[0] != n_estimators:
-            problem = f"one weight per estimator ({n_estimators})"
-        elif not np.all(np.isfinite(weights)) or np.any(weights < 0):
-            problem = "finite and non-negative"
-        elif weights.sum() <= 0:
-            problem = "not all zero"
-        else:
-            kept = np.flatnonzero(weights > 0)
-            return kept, weights[kept] / weights[kept].sum()
-        raise ValueError(
-            f"The 'weights' parameter of WeightedEnsembleClassifier must be {problem}. "
-            f"Got {np.asarray(self.weights).tolist()} instead."
-        )
+        return self._average(X, lambda model, X: np.asarray(model.predict(X), dtype=float))
 
-    def _check_cv(self):
-        """Validate ``final_fit`` and, for bagging, ``cv``; return the list of folds (None for refit)."""
-        if self.final_fit not in _FINAL_FIT_OPTIONS:
-            raise ValueError(
-                "The 'final_fit' parameter of WeightedEnsembleClassifier must be one of "
-                f"{list(_FINAL_FIT_OPTIONS)}. Got {self.final_fit!r} instead."
-            )
-        if self.final_fit == "refit":
-            return None
-        folds = list(self.cv) if isinstance(self.cv, (list, tuple)) else []
-        if not folds or any(not isinstance(f, (list, tuple)) or len(f) != 2 for f in folds):
-            raise ValueError(
-                "The 'cv' parameter of WeightedEnsembleClassifier must be a non-empty list of "
-                f"(train_idx, test_idx) pairs when final_fit='bag'. Got {self.cv!r} instead."
-            )
-        return [(np.asarray(train), np.asarray(test)) for train, test in folds]
+    def _check_target(self, y):
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 1 or not np.isfinite(y).all():
+            raise ValueError(f"{type(self).__name__} expects a finite target of shape (n_samples,); got {y.shape}.")
+        return y
+
+    def _set_target_attributes(self, y):
+        pass
 
 
 def _check_encoded_labels(y):
@@ -306,8 +370,8 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
 
     Returns
     -------
-    ensemble : WeightedEnsembleClassifier
-        Fitted.
+    ensemble : WeightedEnsembleClassifier or WeightedEnsembleRegressor
+        Fitted; the regressor for a regression metric.
     weights : dict of int -> float
         Weight by trial number, of the members kept.
     scores : tuple of (float, float)
@@ -324,8 +388,8 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
         costs = {n: trials[n].duration.total_seconds() * share for n in chosen}
         chosen = members_in_time(chosen, costs, seconds_left)
     members = [build(trials[n].params) for n in chosen]
-    ensemble = WeightedEnsembleClassifier(estimators=members, weights=list(chosen.values()),
-                                          final_fit=final_fit, cv=folds, n_jobs=n_jobs)
+    kind = WeightedEnsembleRegressor if metric.task == "regression" else WeightedEnsembleClassifier
+    ensemble = kind(estimators=members, weights=list(chosen.values()), final_fit=final_fit, cv=folds, n_jobs=n_jobs)
     # Scored on the members kept, which the time budget may have trimmed.
     kept = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
     best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
@@ -366,18 +430,24 @@ def members_in_time(chosen, costs, seconds_left):
 def fit_fallback(X, y, profile, seed):
     """A cheap, safe model fitted before the search, so even a failed search returns something.
 
-    The portfolio's logistic regression (:func:`automl.search_space.default_pipeline`) as an
-    ensemble of one; a prior-predicting dummy if even that fails; None if both fail.
+    The portfolio's logistic regression, or ridge regression for a regression profile
+    (:func:`automl.search_space.default_pipeline`), as an ensemble of one; a dummy predicting the class
+    prior or the mean if even that fails; None if both fail.
     """
-    from sklearn.dummy import DummyClassifier
+    from sklearn.dummy import DummyClassifier, DummyRegressor
 
     from .search_space import default_pipeline
 
-    for member in (default_pipeline("logreg", profile, seed), DummyClassifier(strategy="prior")):
+    if profile.task == "regression":
+        kind, members = WeightedEnsembleRegressor, (default_pipeline("ridge", profile, seed), DummyRegressor())
+    else:
+        kind, members = WeightedEnsembleClassifier, (default_pipeline("logreg", profile, seed),
+                                                     DummyClassifier(strategy="prior"))
+    for member in members:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return WeightedEnsembleClassifier(estimators=[member], weights=[1.0]).fit(X, y)
+                return kind(estimators=[member], weights=[1.0]).fit(X, y)
         except Exception as exc:
             logger.warning("Fallback model %s failed: %s", type(member).__name__, exc)
     return None
@@ -401,7 +471,7 @@ def use_fallback(result, fallback):
         )
     warnings.warn(
         f"None of {len(trials)} started trials finished (first errors: {errors or 'none'}); the model "
-        "is the fallback logistic regression. Raise time_budget or n_trials.", UserWarning,
+        "is the fallback (logistic or ridge regression). Raise time_budget or n_trials.", UserWarning,
         stacklevel=4,  # the caller of fit
     )
     return fallback

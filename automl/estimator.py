@@ -1,4 +1,4 @@
-"""AutoClassifier: validate -> search -> select -> fit the ensemble, as a scikit-learn estimator.
+"""AutoClassifier, and the fit it shares with AutoRegressor: validate -> search -> select -> fit the ensemble.
 
 ``fit`` is a short sequence of stage calls, each in its own module, read top to bottom:
 :mod:`validation` (X, y -> clean frame, encoded labels, profile), :mod:`search_space` and
@@ -16,11 +16,12 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from . import _params as P
 from .components import resolve_components
+from ._docs import ATTRIBUTES_DOC, PARAMETERS_DOC
 from .dominance import check_in_time
 from .ensemble import build_ensemble, fit_fallback, use_fallback
 from .leakage import LeakageReport, check_before_search
@@ -49,130 +50,14 @@ MODEL_CHECK_SHARE = 0.05
 TRACKING_ALLOWANCE = 4.0
 
 
-class AutoClassifier(ClassifierMixin, BaseEstimator):
-    """Full-pipeline AutoML classifier: CASH search with TPE and Hyperband, then ensemble selection.
+class _AutoMLBase(BaseEstimator):
+    """The fit both estimators share: validate -> leak check -> search -> ensemble -> model check -> log.
 
-    Searches imputer -> scaler -> categorical encoder -> model family -> hyperparameters with
-    Optuna's TPE sampler (Bergstra et al., 2011) and Hyperband pruning over CV folds (Li et al.,
-    2018), keeps every finished trial's out-of-fold (OOF) predictions, builds an ensemble by
-    Caruana et al.'s (ICML 2004) greedy forward selection with replacement over them, and refits
-    the chosen pipelines as a weighted soft vote. Every trial is logged to MLflow.
-
-    Parameters
-    ----------
-    time_budget : float or None, default=60
-        Wall-clock seconds for the whole ``fit`` (validation, search, ensemble, final fit). Shares
-        are kept back for the final fit (15%) and the model-level leak check (5%); workers still
-        busy past the search's deadline are stopped. None: ``n_trials`` bounds the search.
-    n_trials : int or None, default=None
-        Total trials (complete, pruned and failed). None: as many as ``time_budget`` allows.
-    metric : str or None, default=None
-        ``"roc_auc"``, ``"log_loss"``, ``"accuracy"``, ``"balanced_accuracy"`` or ``"f1"``.
-        None: ROC AUC for two classes, log loss for more.
-    cv : int or CV splitter, default=5
-        Folds shared by every trial (stratified, shuffled with ``random_state`` when an int).
-    n_jobs : int, default=1
-        Worker processes sharing the study. With ``n_jobs=1`` and ``time_budget=None`` the trials
-        run in this process and the fit is reproducible under ``random_state``.
-    random_state : int or None, default=None
-        Seed of the folds, the sampler, the models and ensemble selection.
-    include : list of str or None, default=None
-        Model family keys to search (``"hgb", "lgbm", "rf", "et", "logreg", "xgb", "knn", "mlp",
-        "svc"``); None searches every installed family the data size allows.
-    components : sequence of ComponentSpec, default=()
-        Families of your own, added to the registry (see :class:`automl.components.ComponentSpec`).
-    sampler : {"tpe", "random"}, default="tpe"
-        Random search is the baseline TPE must beat.
-    pruning : bool, default=True
-        Hyperband over folds; False runs every trial to the last fold.
-    ensemble_size : int, default=50
-        Picks of Caruana ensemble selection (with replacement); 1 keeps the best single trial.
-    final_fit : {"refit", "bag"}, default="refit"
-        ``"refit"`` fits each member on all rows; ``"bag"`` averages its per-fold models.
-    storage : str, optuna.storages.BaseStorage or None, default=None
-        Optuna storage of the study. None: a journal file in a temporary folder, deleted after
-        ``fit`` (``study_`` keeps an in-memory copy). An RDB URL or journal path persists it.
-    study_name : str or None, default=None
-        None uses ``"automl"``: Hyperband assigns brackets by hashing the study name, so a fixed
-        name keeps runs reproducible. An existing study of that name is continued (warm start).
-    oof_dir : str or None, default=None
-        Folder kept for the trials' OOF predictions (a subfolder per study). With a persistent
-        ``storage``, a fit continuing an interrupted one on the same data, folds and metric reuses its
-        complete trials instead of redoing them. None: a temporary folder, deleted after ``fit``.
-    tracking : bool, default=True
-        Log to MLflow (parent run per fit, nested run per trial, final model).
-    tracking_uri : str or None, default=None
-        MLflow tracking URI; None uses ``MLFLOW_TRACKING_URI`` or a local store (``mlflow.db`` in the
-        working directory; open it with ``mlflow ui --backend-store-uri sqlite:///mlflow.db``).
-    experiment_name : str, default="automl"
-    verbose : int, default=1
-        0 silent; 1 a progress line on stderr.
-    leak_check : {"warn", "raise", "off"}, default="warn"
-        Before the search, look for target leakage, identifier columns and duplicated rows
-        (:func:`automl.leakage.check_data_leakage`). ``"warn"`` issues a ``LeakageWarning`` per
-        finding; ``"raise"`` raises a ``DataValidationError`` on a high-severity one. After the
-        final fit, the best pipeline's permutation importance is checked for a dominant column
-        (:mod:`automl.dominance`), in the time left; that check only warns.
-
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-        The original class labels, sorted.
-    class_counts_ : ndarray of int of shape (n_classes,)
-        Training rows of each class. A class seen once (count 1) is left out of the search and
-        predicted at its training base rate.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Set when X is a DataFrame with string column names.
-    profile_ : DatasetProfile
-        Column kinds, missing rates, categories, class counts, data fingerprint.
-    leaderboard_ : DataFrame of shape (n_trials, 10)
-        ``trial, family, state, mean, std, folds, seconds, weight, params, error``; best first.
-    ensemble_ : WeightedEnsembleClassifier
-        The fitted ensemble, on encoded labels.
-    best_params_ : dict
-        Parameters of the best complete trial.
-    best_score_ : float
-        Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
-    best_score_std_ : float
-        Standard deviation of its fold scores.
-    ensemble_score_, best_single_oof_score_ : float
-        Scores on all OOF predictions pooled (the hillclimb set) of the ensemble and of the best
-        single trial there; as optimistic as ``best_score_`` (a mean of fold scores). The first is not
-        below the second unless members were dropped to end in time (a warning says so). NaN for
-        the fallback.
-    metric_ : str
-        The search metric's name.
-    random_state_ : int
-        The seed the fit used (drawn at random when ``random_state`` is None), so that any trial can be
-        rebuilt: ``rebuild(params, profile_, components_, random_state_)``.
-    components_ : list of ComponentSpec
-        The model families the search offered.
-    n_trials_killed_ : int
-        Trials still running when their worker was stopped at the deadline (recorded as failed).
-    study_ : optuna.Study
-        Earlier fits' trials too, when continued; ``leaderboard_`` has only those of ``search_key_``.
-    search_key_ : str
-        Digest of the data, folds and metric, stored on each trial: trials sharing it are comparable.
-    mlflow_run_id_ : str or None
-        The parent MLflow run, None when ``tracking=False``.
-    leak_report_ : LeakageReport
-        Findings of the data and model checks (column, kind, severity, figures, message) and notes
-        on what was checked; empty when ``leak_check="off"``. In MLflow as ``leak_report.csv``.
-    mlflow_tracking_uri_ : str or None
-        Where it was logged.
-    timings_ : dict of str -> float
-        Wall seconds of each stage: ``search, ensemble, model_check, tracking, total``.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_breast_cancer
-    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
-    >>> model = AutoClassifier(time_budget=None, n_trials=3, include=["logreg"], cv=3,
-    ...                        tracking=False, verbose=0, random_state=0).fit(X, y)
-    >>> model.predict_proba(X.iloc[:2]).shape
-    (2, 2)
+    Subclasses set ``_task`` and ``_set_target`` (the classifier's ``classes_``); the task reaches the
+    stages through the profile (``profile_.task``) and the metric (``Metric.task``).
     """
+
+    _task = "classification"
 
     _parameter_constraints = {
         "time_budget": [P.interval(float, 0, None, closed="neither"), P.is_none()],
@@ -228,11 +113,12 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         X : {DataFrame, array-like} of shape (n_samples, n_features)
             Numeric, string, categorical, boolean and datetime columns; missing values allowed.
         y : array-like of shape (n_samples,)
-            Class labels of any type (str, int, bool, pandas category).
+            Classifier: class labels of any type (str, int, bool, pandas category). Regressor:
+            numbers, none missing or infinite.
 
         Returns
         -------
-        self : AutoClassifier
+        self : estimator
 
         Raises
         ------
@@ -244,8 +130,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         """
         started = time.time()
         self._check_params()
-        X_clean, y_enc, _, self.profile_ = check_training_data(X, y, n_folds=self._n_folds())
-        self.classes_, self.class_counts_ = training_classes(y)
+        X_clean, y_enc, _, self.profile_ = check_training_data(X, y, n_folds=self._n_folds(), task=self._task)
+        self._set_target(y)
         self._set_input_features(X)
         deadline, final = self._deadlines(started)
         metric = get_metric(self.metric, self.profile_.n_classes)
@@ -354,7 +240,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
         if self.time_budget is None and self.n_trials is None:
-            raise ValueError("AutoClassifier needs a time_budget or n_trials; both are None.")
+            raise ValueError(f"{type(self).__name__} needs a time_budget or n_trials; both are None.")
 
     def _n_folds(self):
         return self.cv if isinstance(self.cv, int) else self.cv.get_n_splits()
@@ -370,7 +256,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
         splitter = self.cv
         if isinstance(splitter, int):
-            splitter = StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=seed)
+            kind = KFold if self._task == "regression" else StratifiedKFold
+            splitter = kind(n_splits=self.cv, shuffle=True, random_state=seed)
         return list(splitter.split(X, y))
 
     def _set_input_features(self, X):
@@ -452,6 +339,51 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         }
         return {k: float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)}
 
+    def _predict_data(self, X):
+        check_is_fitted(self, "ensemble_")
+        return check_prediction_data(X, self.profile_)
+
+
+def tabular_tags(tags, random_state):
+    """scikit-learn tags of our estimators: NaN, strings and categories welcome; seeded means deterministic."""
+    tags.input_tags.allow_nan = True
+    tags.input_tags.string = True
+    tags.input_tags.categorical = True
+    tags.non_deterministic = random_state is None
+    return tags
+
+
+class AutoClassifier(ClassifierMixin, _AutoMLBase):
+    """Full-pipeline AutoML classifier: CASH search with TPE and Hyperband, then ensemble selection.
+
+    Searches imputer -> scaler -> categorical encoder -> model family -> hyperparameters with
+    Optuna's TPE sampler (Bergstra et al., 2011) and Hyperband pruning over CV folds (Li et al.,
+    2018), keeps every finished trial's out-of-fold (OOF) predictions, builds an ensemble by
+    Caruana et al.'s (ICML 2004) greedy forward selection with replacement over them, and refits
+    the chosen pipelines as a weighted soft vote. Every trial is logged to MLflow.
+
+{parameters}
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The original class labels, sorted.
+    class_counts_ : ndarray of int of shape (n_classes,)
+        Training rows of each class. A class seen once (count 1) is left out of the search and
+        predicted at its training base rate.
+{attributes}
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> model = AutoClassifier(time_budget=None, n_trials=3, include=["logreg"], cv=3,
+    ...                        tracking=False, verbose=0, random_state=0).fit(X, y)
+    >>> model.predict_proba(X.iloc[:2]).shape
+    (2, 2)
+    """
+
+    def _set_target(self, y):
+        self.classes_, self.class_counts_ = training_classes(y)
+
     def predict_proba(self, X):
         """Class probabilities of the ensemble's weighted soft vote.
 
@@ -471,8 +403,8 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         DataValidationError
             If a training column is missing (named in the message) or a value cannot be converted.
         """
-        check_is_fitted(self, "ensemble_")
-        proba = self.ensemble_.predict_proba(check_prediction_data(X, self.profile_))
+        X_clean = self._predict_data(X)  # checks that the model is fitted first
+        proba = self.ensemble_.predict_proba(X_clean)
         return widen_proba(proba, class_counts_of(self))
 
     def predict(self, X):
@@ -491,9 +423,7 @@ class AutoClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        tags.non_deterministic = self.random_state is None
-        return tags
+        return tabular_tags(super().__sklearn_tags__(), self.random_state)
+
+
+AutoClassifier.__doc__ = AutoClassifier.__doc__.format(parameters=PARAMETERS_DOC, attributes=ATTRIBUTES_DOC)

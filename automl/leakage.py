@@ -188,7 +188,8 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     Parameters
     ----------
     X, y, profile, folds, random_state
-        As for :func:`check_data_leakage`.
+        As for :func:`check_data_leakage` (:func:`automl.leakage_regression.check_regression_leakage` for
+        a regression profile).
     mode : {"warn", "raise", "off"}
         ``AutoClassifier(leak_check=...)``.
 
@@ -209,7 +210,11 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     """
     if mode == "off":
         return LeakageReport(())
-    report = check_data_leakage(X, y, profile, folds, random_state=random_state)
+    if profile.task == "regression":
+        from .leakage_regression import check_regression_leakage as check
+    else:
+        check = check_data_leakage
+    report = check(X, y, profile, folds, random_state=random_state)
     high = [f.message for f in report.findings if f.severity == "high"]
     if mode == "raise" and high:
         raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "
@@ -269,10 +274,14 @@ def _stratified(y, size, rng):
 
 def _sample_rows(y, folds, rng):
     """At most about MAX_ROWS rows, stratified, and the folds restricted and renumbered to them."""
-    rows = _stratified(y, MAX_ROWS, rng)
-    if len(rows) == len(y):
+    return restrict_folds(_stratified(y, MAX_ROWS, rng), folds, len(y))
+
+
+def restrict_folds(rows, folds, n_rows):
+    """``rows`` and the folds restricted to them, renumbered as positions in ``rows``."""
+    if len(rows) == n_rows:
         return rows, list(folds)
-    position = np.full(len(y), -1)
+    position = np.full(n_rows, -1)
     position[rows] = np.arange(len(rows))
     renumbered = [(position[tr][position[tr] >= 0], position[te][position[te] >= 0]) for tr, te in folds]
     return rows, renumbered

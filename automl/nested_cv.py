@@ -11,7 +11,9 @@ the search adds over a default model and how far its own best score overstated i
 
 import json
 import numbers
+import sys
 import time
+import types
 import warnings
 from dataclasses import dataclass
 
@@ -20,15 +22,15 @@ import pandas as pd
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
-from sklearn.dummy import DummyClassifier
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.model_selection import StratifiedKFold
+from sklearn.dummy import DummyClassifier, DummyRegressor
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils import check_random_state
 
 from . import _params as P
-from .estimator import AutoClassifier
+from .estimator import _AutoMLBase
 from .exceptions import DataRepairWarning, DataValidationError
 from .scoring import get_metric
 from .search_space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
@@ -45,8 +47,8 @@ _CONSTRAINTS = {
 # The per-fold quantities the summary aggregates (the other columns describe the fold).
 QUANTITIES = (
     "ensemble", "best_single", "inner_best", "inner_ensemble", "optimism_gap",
-    "dummy", "logreg", "hgb", "fit_seconds", "n_trials",
-)
+    "dummy", "logreg", "ridge", "hgb", "fit_seconds", "n_trials",
+)  # the linear baseline is "logreg" for a classifier, "ridge" for a regressor
 
 
 @dataclass
@@ -129,7 +131,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
 
     Parameters
     ----------
-    estimator : AutoClassifier
+    estimator : AutoClassifier or AutoRegressor
         Unfitted configuration; it is cloned for each outer fold, never fitted itself. Its
         ``time_budget`` is the budget of EACH outer fit: the total is ``n_outer_folds`` times
         ``time_budget``, or less when outer folds run in parallel. Its ``storage`` must be None (a
@@ -137,9 +139,10 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     X : {DataFrame, array-like} of shape (n_samples, n_features)
         As for :meth:`AutoClassifier.fit`; the inner fits receive the rows as given.
     y : array-like of shape (n_samples,)
-        Class labels.
+        Class labels, or the numeric target of a regressor.
     outer_cv : int or CV splitter, default=3
-        An int ``k`` makes ``StratifiedKFold(k, shuffle=True, random_state=random_state)``. A
+        An int ``k`` makes ``StratifiedKFold(k, shuffle=True, random_state=random_state)`` (``KFold``
+        for a regressor). A
         splitter's ``split(X, y)`` is called on the validated data (no groups).
     n_jobs : int, default=1
         Outer folds fitted at once, in joblib worker processes. Above 1, each inner fit is given
@@ -160,7 +163,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
         If ``outer_cv`` is an int below 2 or not a splitter, ``n_jobs`` is below 1, or
         ``estimator.storage`` is set (the message names the parameter).
     TypeError
-        If ``estimator`` is not an :class:`AutoClassifier`.
+        If ``estimator`` is not an :class:`AutoClassifier` or :class:`AutoRegressor`.
     DataValidationError
         If X or y is unusable, or a class has fewer members than ``outer_cv`` (every outer
         training part must hold every class); errors of the inner fits propagate as they are.
@@ -178,7 +181,9 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     portfolio's logistic regression (``C=1``; median imputation with indicators, standard scaling,
     one-hot encoding: :func:`automl.search_space.default_pipeline`, also the fit's fallback); and a
     default ``HistGradientBoostingClassifier`` reading ordinal-encoded categoricals natively
-    (columns with more than 250 levels stay ordinal numbers).
+    (columns with more than 250 levels stay ordinal numbers). A regressor's baselines are
+    ``DummyRegressor()`` (the training mean), the portfolio's ridge regression (column ``ridge``)
+    and a default ``HistGradientBoostingRegressor``.
 
     The outer training parts overlap, so fold scores are not independent: the standard error
     ``std / sqrt(k)`` understates the uncertainty of the mean, and no unbiased estimator of it
@@ -209,20 +214,23 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     ['mean', 'std', 'sem']
     """
     _check_arguments(estimator, outer_cv, n_jobs, random_state)
+    task = estimator._task
     n_folds = outer_cv if isinstance(outer_cv, numbers.Integral) else 1
     try:
         with warnings.catch_warnings():
             # Rare classes are refused just below, in terms of outer_cv, rather than warned about.
             warnings.filterwarnings("ignore", message=".*fewer members than n_folds", category=DataRepairWarning)
-            X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds)
+            X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds, task=task)
     except DataValidationError as exc:
         # The check speaks of `cv`; here the folds it counted are the outer ones.
         message = str(exc).replace("lower cv", "lower outer_cv")
         raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
-    _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
+    if task == "classification":
+        _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
     splitter = outer_cv
     if isinstance(outer_cv, numbers.Integral):
-        splitter = StratifiedKFold(n_splits=outer_cv, shuffle=True, random_state=random_state)
+        kind = KFold if task == "regression" else StratifiedKFold
+        splitter = kind(n_splits=outer_cv, shuffle=True, random_state=random_state)
     splits = list(splitter.split(X_all, y_all))
     inner = clone(estimator)
     if n_jobs > 1:
@@ -248,7 +256,8 @@ def _log_to_mlflow(estimator, report, arguments):
     tracker = make_tracker(estimator.tracking, estimator.tracking_uri, estimator.experiment_name)
     params = {**arguments, **{f"estimator.{k}": v for k, v in estimator.get_params(deep=False).items()}}
     run_id = tracker.start_fit(params, {"mlflow.runName": "nested-cv", "automl.kind": "nested_cv"})
-    metrics = {f"nested_{q}_{stat}": report.summary.loc[q, stat] for q in QUANTITIES for stat in ("mean", "sem")}
+    metrics = {f"nested_{q}_{stat}": report.summary.loc[q, stat] for q in report.summary.index
+               for stat in ("mean", "sem")}
     tracker.log_fit_results(
         artifacts={"nested_cv_folds.csv": report.folds, "nested_cv.json": report.to_dict()},
         metrics={k: float(v) for k, v in metrics.items() if np.isfinite(v)}, model=None, input_example=None,
@@ -259,8 +268,8 @@ def _log_to_mlflow(estimator, report, arguments):
 
 def _check_arguments(estimator, outer_cv, n_jobs, random_state):
     """Raise for an estimator that cannot be nested or an argument outside its constraints."""
-    if not isinstance(estimator, AutoClassifier):
-        raise TypeError(f"nested_cv needs an AutoClassifier; got {type(estimator).__name__}.")
+    if not isinstance(estimator, _AutoMLBase):
+        raise TypeError(f"nested_cv needs an AutoClassifier or AutoRegressor; got {type(estimator).__name__}.")
     if estimator.storage is not None:
         raise ValueError(
             "The 'storage' parameter of the estimator must be None for nested_cv. Got "
@@ -294,24 +303,27 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
     seconds = time.perf_counter() - started
     metric = get_metric(fitted.metric_, len(classes))
     seed = fitted.random_state_
-    scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
+    regression = fitted.profile_.task == "regression"
     with warnings.catch_warnings():
         # The inner fit has already warned about the same repairs (dropped columns).
         warnings.simplefilter("ignore", DataRepairWarning)
-        X_tr, y_tr, classes_tr, profile = check_training_data(X_train, y_train, n_folds=1)
+        X_tr, y_tr, classes_tr, profile = check_training_data(X_train, y_train, n_folds=1, task=fitted._task)
         X_te = check_prediction_data(X_test, profile)
-    models = {
-        "best_single": _best_single(fitted),
-        "dummy": DummyClassifier(strategy="prior"),
-        "logreg": default_pipeline("logreg", profile, seed),
-        "hgb": _hgb_baseline(profile, seed),
-    }
+    if regression:
+        scores = {"ensemble": metric(y_test, fitted.predict(X_test))}
+        models = {"dummy": DummyRegressor(), "ridge": default_pipeline("ridge", profile, seed)}
+    else:
+        scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
+        models = {"dummy": DummyClassifier(strategy="prior"), "logreg": default_pipeline("logreg", profile, seed)}
+    models = {"best_single": _best_single(fitted), **models, "hgb": _hgb_baseline(profile, seed)}
     for name, model in models.items():
         scores[name] = np.nan
         if model is not None:
             model.fit(X_tr, y_tr)
-            proba = _align(model.predict_proba(X_te), classes_tr[model.classes_], classes)
-            scores[name] = metric(y_test, proba)
+            if regression:
+                scores[name] = metric(y_test, model.predict(X_te))
+            else:
+                scores[name] = metric(y_test, _align(model.predict_proba(X_te), classes_tr[model.classes_], classes))
     sign = 1.0 if metric.greater_is_better else -1.0
     board = fitted.leaderboard_
     return {
@@ -320,7 +332,7 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
         "inner_best": fitted.best_score_, "inner_best_std": fitted.best_score_std_,
         "inner_ensemble": fitted.ensemble_score_,
         "optimism_gap": sign * (fitted.best_score_ - scores["best_single"]),
-        "dummy": scores["dummy"], "logreg": scores["logreg"], "hgb": scores["hgb"],
+        **{name: scores[name] for name in models if name != "best_single"},
         "best_family": fitted.best_params_.get("model"), "n_trials": len(board),
         "n_complete": int((board["state"] == "COMPLETE").sum()), "fit_seconds": seconds,
         "seed": seed, "mlflow_run_id": fitted.mlflow_run_id_, "metric": metric.name,
@@ -381,14 +393,27 @@ def _hgb_baseline(profile, seed):
             transformers.append((name, encoder, columns))
     if profile.numeric_columns:
         transformers.append(("numeric", "passthrough", list(profile.numeric_columns)))
-    model = HistGradientBoostingClassifier(
-        categorical_features=list(range(len(native))) or None, random_state=seed
-    )
+    kind = HistGradientBoostingRegressor if profile.task == "regression" else HistGradientBoostingClassifier
+    model = kind(categorical_features=list(range(len(native))) or None, random_state=seed)
     return Pipeline([("preprocess", ColumnTransformer(transformers, sparse_threshold=0.0)), ("model", model)])
 
 
 def _summarize(folds):
     """Mean, standard deviation (ddof=1) and standard error of each quantity over the outer folds."""
-    values = folds[list(QUANTITIES)].astype(float)
+    values = folds[[q for q in QUANTITIES if q in folds]].astype(float)
     std = values.std(ddof=1)
     return pd.DataFrame({"mean": values.mean(), "std": std, "sem": std / np.sqrt(len(values))})
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`nested_cv`.
+
+    ``import automl.nested_cv`` binds the package attribute ``automl.nested_cv`` to this module,
+    shadowing the function of the same name that ``automl`` exports; calling the module calls it.
+    """
+
+    def __call__(self, *args, **kwargs):
+        return nested_cv(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -6,8 +6,8 @@ same order, so two running means at the same step are comparable. Folds are a re
 interact with any knob (unlike trees or rows, which bias early rungs against slow learners), at the
 price of coarse rungs: with 5 folds and a reduction factor of 3, Hyperband has 2 brackets.
 
-A finished trial writes its out-of-fold (OOF) probabilities to ``oof_dir/trial_<number>.npy`` so the
-process that builds the ensemble sees the trials of every worker.
+A finished trial writes its out-of-fold (OOF) probabilities, or predicted values for regression, to
+``oof_dir/trial_<number>.npy`` so the process that builds the ensemble sees the trials of every worker.
 """
 
 import hashlib
@@ -63,6 +63,24 @@ def aligned_proba(model, X, n_classes):
     return full
 
 
+def predictions(model, X, profile):
+    """What one fitted pipeline contributes to the OOF arrays and the ensemble.
+
+    Returns
+    -------
+    pred : ndarray of shape (n_samples, n_classes), or (n_samples,) for a regression profile
+        Class probabilities by class code (:func:`aligned_proba`), or predicted values.
+    """
+    if profile.task == "regression":
+        return np.asarray(model.predict(X), dtype=np.float64)
+    return aligned_proba(model, X, profile.n_classes)
+
+
+def oof_shape(profile, n_samples):
+    """Shape of a trial's OOF array: one column per class, or a vector for regression."""
+    return (n_samples,) if profile.task == "regression" else (n_samples, profile.n_classes)
+
+
 class CVObjective:
     """The Optuna objective: sample a pipeline, score it fold by fold, keep its OOF predictions.
 
@@ -71,14 +89,14 @@ class CVObjective:
     X : DataFrame of shape (n_samples, n_features)
         Validated training data (see :func:`automl.validation.check_training_data`).
     y : ndarray of shape (n_samples,)
-        Encoded labels 0..n_classes-1.
+        Encoded labels 0..n_classes-1, or the float target for regression.
     folds : list of (ndarray, ndarray)
         ``(train_index, test_index)`` pairs shared by every trial.
     profile : DatasetProfile
     specs : list of ComponentSpec
         The model families on offer.
     metric : Metric
-        The search metric, on probabilities.
+        The search metric, on probabilities (or predicted values for regression).
     oof_dir : str or Path
         Folder for OOF arrays, shared by all workers.
     deadline : float or None
@@ -119,7 +137,7 @@ class CVObjective:
             trial.set_user_attr("search_key", self.search_key)
         pipeline = suggest_pipeline(trial, self.profile, self.specs, self.random_state)
         trial.set_user_attr("family", trial.params["model"])
-        oof = np.zeros((len(self.y), self.profile.n_classes), dtype=np.float64)
+        oof = np.zeros(oof_shape(self.profile, len(self.y)), dtype=np.float64)
         scores, started = [], time.time()
         for fold, (train, test) in enumerate(self.folds):
             self._stop_if_out_of_time(trial, started, fold)
@@ -128,7 +146,7 @@ class CVObjective:
                 # business, reflected in its score; printing them per fold buries the progress line.
                 warnings.simplefilter("ignore")
                 model = clone(pipeline).fit(self.X.iloc[train], self.y[train])
-                oof[test] = aligned_proba(model, self.X.iloc[test], self.profile.n_classes)
+                oof[test] = predictions(model, self.X.iloc[test], self.profile)
             scores.append(self.metric(self.y[test], oof[test]))
             trial.set_user_attr("fold_scores", scores)
             trial.report(float(np.mean(scores)), step=fold + 1)

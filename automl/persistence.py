@@ -84,7 +84,8 @@ def manifest_of(model):
         Keys ``format_version, versions, features`` (input column -> kind), ``dtypes`` (input
         column -> pandas dtype in training), ``categories``
         (categorical column -> levels seen), ``dropped`` (column -> why training dropped it),
-        ``classes`` (as str), ``class_counts``, ``metric``, ``fingerprint``, ``n_samples``.
+        ``task``, ``classes`` (as str) and ``class_counts`` (empty for a regressor), ``metric``,
+        ``fingerprint``, ``n_samples``.
     """
     profile = model.profile_
     return {
@@ -94,8 +95,9 @@ def manifest_of(model):
         "dtypes": dict(profile.dtypes or {}),
         "categories": {c: list(v) for c, v in profile.categories.items()},
         "dropped": dict(profile.dropped_columns),
-        "classes": [str(c) for c in model.classes_],
-        "class_counts": list(class_counts_of(model)),
+        "task": profile.task,
+        "classes": [str(c) for c in getattr(model, "classes_", ())],
+        "class_counts": list(class_counts_of(model)) if hasattr(model, "classes_") else [],
         "metric": model.metric_,
         "fingerprint": profile.fingerprint,
         "n_samples": int(profile.n_samples),

@@ -97,7 +97,8 @@ def weights(ensemble):
 def nested(report):
     """Per-quantity mean with its standard error, across outer folds (points: no bar baseline to mislead)."""
     figure, ax = _new_figure(height=3.0)
-    names = [q for q in ("ensemble", "best_single", "inner_best", "logreg", "hgb", "dummy") if q in report["summary"]]
+    quantities = ("ensemble", "best_single", "inner_best", "logreg", "ridge", "hgb", "dummy")
+    names = [q for q in quantities if q in report["summary"]]
     means = [report["summary"][q]["mean"] for q in names]
     errors = [report["summary"][q]["sem"] or 0.0 for q in names]
     colors = {"ensemble": "#1f77b4", "best_single": "#1f77b4", "inner_best": "#ff7f0e"}

@@ -31,7 +31,7 @@ def report_data(model, nested_cv=None):
 
     Parameters
     ----------
-    model : AutoClassifier
+    model : AutoClassifier or AutoRegressor
         Fitted.
     nested_cv : NestedCVReport or None, default=None
         A nested-CV estimate of the same configuration (:func:`automl.nested_cv`), shown beside
@@ -48,7 +48,7 @@ def report_data(model, nested_cv=None):
         "format": FORMAT, "version": VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "estimator": type(model).__name__,
-        "data": _data_summary(model.profile_, model.classes_, class_counts_of(model)),
+        "data": _data_summary(model),
         "search": _search_summary(model, board),
         "trials": _records(board.drop(columns=["params"]).sort_values("trial")),
         "leaderboard": _records(board.head(TOP_N)),
@@ -65,7 +65,8 @@ def _n_folds(model):
     return model.cv if isinstance(model.cv, int) else model.cv.get_n_splits()
 
 
-def _data_summary(profile, classes, class_counts):
+def _data_summary(model):
+    profile = model.profile_
     columns = [
         {"column": c, "kind": profile.kinds.get(c, "numeric"), "missing_rate": profile.missing_rate.get(c, 0.0),
          "n_levels": len(profile.categories[c]) if c in profile.categories else None}
@@ -73,10 +74,16 @@ def _data_summary(profile, classes, class_counts):
     ]
     return {
         "n_samples": profile.n_samples, "n_features": profile.n_features, "task": profile.task,
-        "classes": [str(c) for c in classes], "class_counts": list(class_counts),
-        "columns": columns, "dropped_columns": dict(profile.dropped_columns),
+        **_target_summary(model), "columns": columns, "dropped_columns": dict(profile.dropped_columns),
         "fingerprint": profile.fingerprint,
     }
+
+
+def _target_summary(model):
+    """Classes and their counts, or the regression target's statistics."""
+    if model.profile_.task == "regression":
+        return {"classes": [], "class_counts": [], "target_stats": dict(model.profile_.target_stats or {})}
+    return {"classes": [str(c) for c in model.classes_], "class_counts": list(class_counts_of(model))}
 
 
 def _search_summary(model, board):
@@ -281,7 +288,7 @@ def _overview(data):
     search, nested = data["search"], data["nested_cv"]
     best_note = "optimistic: the best of all trials, on the folds it was chosen on"
     if search["best_score"] is None:
-        best_note = "no trial finished: the model is the fallback logistic regression"
+        best_note = "no trial finished: the model is the fallback (logistic or ridge regression)"
     cards = [
         _card(f"best trial CV {search['metric']}", _pm(search["best_score"], search["best_score_std"]), best_note),
         _card("ensemble on pooled OOF predictions", _fmt(data["ensemble"]["hillclimb_score"]),
@@ -307,9 +314,11 @@ def _pm(mean, std):
 
 
 def _data_section(d):
-    counts = ", ".join(f"{c}: {n}" for c, n in zip(d["classes"], d["class_counts"]))
+    target = "classes " + ", ".join(f"{c}: {n}" for c, n in zip(d["classes"], d["class_counts"]))
+    if d.get("target_stats"):
+        target = "target " + ", ".join(f"{k} {v:.4g}" for k, v in d["target_stats"].items())
     text = (f"<p>{d['n_samples']:,} rows, {d['n_features']} columns used, task {_e(d['task'])}; "
-            f"classes {_e(counts)}. Fingerprint <code>{_e(d['fingerprint'])}</code>.</p>")
+            f"{_e(target)}. Fingerprint <code>{_e(d['fingerprint'])}</code>.</p>")
     if d["dropped_columns"]:
         dropped = ", ".join(f"{c} ({why})" for c, why in d["dropped_columns"].items())
         text += f"<p>Dropped: {_e(dropped)}</p>"
@@ -336,7 +345,7 @@ def _pruning_section(p, trials):
 def _ensemble_section(e, search):
     if e.get("fallback"):
         return _section("Ensemble", "<p>No trial finished, so there was nothing to select from: the model is "
-                                    "the fallback logistic regression (the portfolio's configuration), fit on "
+                                    "the fallback (the portfolio's logistic or ridge regression), fit on "
                                     "all rows. Raise time_budget or n_trials.</p>")
     text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
             f"out-of-fold predictions: {len(e['members'])} member(s), final fit {_e(e['final_fit'])}. "
@@ -376,11 +385,13 @@ def _nested_section(nested):
                                      "on rows it never saw.</p>")
     summary = [{"quantity": q, **v} for q, v in nested["summary"].items()]
     columns = ["fold", "n_train", "n_test", "ensemble", "best_single", "inner_best", "optimism_gap",
-               "dummy", "logreg", "hgb", "best_family", "n_trials", "n_complete", "fit_seconds"]
+               "dummy", "logreg", "ridge", "hgb", "best_family", "n_trials", "n_complete", "fit_seconds"]
+    columns = [c for c in columns if c in nested["folds"][0]] if nested["folds"] else columns
     empty = [f["fold"] for f in nested["folds"] if not f.get("n_complete")]
     warning = "" if not empty else (
         f'<p class="high">In outer fold(s) {", ".join(map(str, empty))} no trial finished: the "ensemble" there '
-        "is the fallback logistic regression, so the estimate measures it, not the search. Raise the budget.</p>")
+        "is the fallback (logistic or ridge regression), so the estimate measures it, not the search. "
+        "Raise the budget.</p>")
     text = (f"<p>The whole fit ran inside each outer training part and was scored on its outer test part "
             f"({_e(nested['metric'])}). optimism_gap = inner best CV score minus the same pipeline's outer "
             f"score: positive means the search flattered its winner.</p>")

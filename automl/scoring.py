@@ -1,7 +1,8 @@
-"""Metrics: a name maps to a scorer on class probabilities, its direction, and its worst value.
+"""Metrics: a name maps to a scorer on a pipeline's predictions and to its direction.
 
-Every metric takes the encoded labels and the probability matrix a pipeline returns from
-``predict_proba``, so one function serves CV folds, out-of-fold arrays and ensemble selection.
+A classification metric takes the encoded labels and the probability matrix a pipeline returns
+from ``predict_proba``; a regression metric takes the target and the predicted values. One function
+serves CV folds, out-of-fold arrays and ensemble selection.
 """
 
 from dataclasses import dataclass
@@ -13,31 +14,35 @@ from scipy.stats import rankdata
 
 @dataclass(frozen=True)
 class Metric:
-    """A scoring rule on predicted class probabilities.
+    """A scoring rule on predicted class probabilities or predicted values.
 
     Parameters
     ----------
     name : str
         The name users pass as ``metric=``.
     func : callable
-        ``func(y, proba) -> float`` with ``y`` the encoded labels, ndarray of shape (n_samples,),
-        and ``proba`` an ndarray of shape (n_samples, n_classes).
+        ``func(y, pred) -> float``. Classification: ``y`` the encoded labels, ndarray of shape
+        (n_samples,), and ``pred`` the probabilities, of shape (n_samples, n_classes). Regression:
+        ``y`` and ``pred`` the true and predicted values, both of shape (n_samples,).
     greater_is_better : bool
         The study's direction: maximize when True, minimize when False.
+    task : {"classification", "regression"}, default="classification"
     """
 
     name: str
     func: Callable[[np.ndarray, np.ndarray], float]
     greater_is_better: bool
+    task: str = "classification"
 
     @property
     def direction(self):
         """Optuna direction, ``"maximize"`` or ``"minimize"``."""
         return "maximize" if self.greater_is_better else "minimize"
 
-    def __call__(self, y, proba):
-        """Score ``proba`` of shape (n_samples, n_classes) against ``y`` of shape (n_samples,)."""
-        return float(self.func(np.asarray(y, dtype=int), np.asarray(proba, dtype=float)))
+    def __call__(self, y, pred):
+        """Score ``pred`` (probabilities or values, see ``func``) against ``y`` of shape (n_samples,)."""
+        y = np.asarray(y, dtype=int if self.task == "classification" else float)
+        return float(self.func(y, np.asarray(pred, dtype=float)))
 
     def signed(self, y, proba):
         """The score turned so that greater is always better (losses negated), for hillclimbing."""
@@ -111,17 +116,45 @@ CLASSIFICATION_METRICS = {
 }
 
 
+def _rmse(y, pred):
+    return float(np.sqrt(np.mean((y - pred) ** 2)))
+
+
+def _mae(y, pred):
+    return float(np.mean(np.abs(y - pred)))
+
+
+def _r2(y, pred):
+    total = float(np.sum((y - y.mean()) ** 2))
+    residual = float(np.sum((y - pred) ** 2))
+    # scikit-learn's r2_score convention for a constant y: 1 for a perfect fit, else 0.
+    if total == 0.0:
+        return 1.0 if residual == 0.0 else 0.0
+    return 1.0 - residual / total
+
+
+REGRESSION_METRICS = {
+    m.name: m
+    for m in (
+        Metric("rmse", _rmse, False, "regression"),
+        Metric("mae", _mae, False, "regression"),
+        Metric("r2", _r2, True, "regression"),
+    )
+}
+
+
 def get_metric(name, n_classes):
-    """Look up a classification metric by name.
+    """Look up a metric by name.
 
     Parameters
     ----------
     name : str or None
-        One of ``roc_auc``, ``log_loss``, ``accuracy``, ``balanced_accuracy``, ``f1`` (binary F1, or
-        macro F1 for more than two classes). None picks the default: ROC AUC for two classes, log
-        loss otherwise (the defaults of the AutoML Benchmark, Gijsbers et al. 2024).
+        Classification: ``roc_auc``, ``log_loss``, ``accuracy``, ``balanced_accuracy``, ``f1`` (binary
+        F1, or macro F1 for more than two classes); None picks ROC AUC for two classes, log loss
+        otherwise (the defaults of the AutoML Benchmark, Gijsbers et al. 2024). Regression (``n_classes``
+        0): ``rmse``, ``mae``, ``r2``; None picks RMSE (the AutoML Benchmark's regression metric).
     n_classes : int
-        Number of classes of the encoded target.
+        Number of classes of the encoded target; 0 for a regression target.
 
     Returns
     -------
@@ -139,9 +172,10 @@ def get_metric(name, n_classes):
     >>> get_metric("log_loss", n_classes=3).direction
     'minimize'
     """
+    metrics = REGRESSION_METRICS if n_classes == 0 else CLASSIFICATION_METRICS
     if name is None:
-        name = "roc_auc" if n_classes == 2 else "log_loss"
-    if name not in CLASSIFICATION_METRICS:
-        valid = ", ".join(sorted(CLASSIFICATION_METRICS))
-        raise ValueError(f"Unknown metric {name!r}. Valid metrics are: {valid}.")
-    return CLASSIFICATION_METRICS[name]
+        name = "rmse" if n_classes == 0 else "roc_auc" if n_classes == 2 else "log_loss"
+    if name not in metrics:
+        task = "regression" if n_classes == 0 else "classification"
+        raise ValueError(f"Unknown {task} metric {name!r}. Valid metrics are: {', '.join(sorted(metrics))}.")
+    return metrics[name]

@@ -10,10 +10,10 @@ trials that had it. :func:`rebuild` replays a parameter dict through the same co
 
 import numpy as np
 import optuna
-from sklearn.compose import ColumnTransformer
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.impute import SimpleImputer
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import Pipeline
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import (
     FunctionTransformer,
     OneHotEncoder,
@@ -56,8 +56,9 @@ def suggest_pipeline(trial, profile, specs, random_state=None):
 
     Returns
     -------
-    pipeline : sklearn.pipeline.Pipeline
-        Unfitted, with steps ``"preprocess"`` (a ColumnTransformer) and ``"model"``.
+    pipeline : sklearn.pipeline.Pipeline or sklearn.compose.TransformedTargetRegressor
+        Unfitted, with steps ``"preprocess"`` (a ColumnTransformer) and ``"model"``. For a regression
+        profile, that pipeline inside a TransformedTargetRegressor (:func:`_target_transform`).
     """
     by_key = {spec.key: spec for spec in specs}
     spec = by_key[trial.suggest_categorical("model", list(by_key))]
@@ -71,7 +72,25 @@ def suggest_pipeline(trial, profile, specs, random_state=None):
         steps.insert(1, ("categories", FunctionTransformer(as_categories, kw_args={"columns": native_columns})))
     elif native_columns:
         model.set_params(**{spec.native_categorical: native_columns})
+    if profile.task == "regression":
+        return _target_transform(trial, profile, Pipeline(steps))
     return Pipeline(steps)
+
+
+def _target_transform(trial, profile, pipeline):
+    """The regression pipeline fit on a standardized target, or a standardized log1p of it.
+
+    Standardizing makes every family's ranges (SVR's epsilon, ridge's alpha, an MLP's initial scale)
+    independent of the target's unit. ``log1p`` is a searched choice only for a non-negative target
+    with a skew of 1 or more (highly skewed, by Bulmer's 1979 rule of thumb); it fits relative errors,
+    which RMSE on the original scale may or may not reward, so the search decides.
+    """
+    stats = profile.target_stats or {}
+    choices = ["standard", "log"] if stats.get("min", -1.0) >= 0 and stats.get("skew", 0.0) >= 1.0 else ["standard"]
+    transformer = StandardScaler()
+    if trial.suggest_categorical("target", choices) == "log":
+        transformer = make_pipeline(FunctionTransformer(np.log1p, np.expm1, check_inverse=False), StandardScaler())
+    return TransformedTargetRegressor(regressor=pipeline, transformer=transformer, check_inverse=False)
 
 
 def as_categories(X, columns):
@@ -94,7 +113,7 @@ def _suggest_preprocessor(trial, profile, spec, random_state):
     transformers = []
     if categorical:
         steps = _categorical_imputer(trial, profile, spec, categorical)
-        steps.append(_encoder(trial, encoder_key, spec, random_state))
+        steps.append(_encoder(trial, encoder_key, spec, random_state, profile.task == "regression"))
         transformers.append(("categorical", _chain(steps), categorical))
     numeric = list(profile.numeric_columns)
     if numeric:
@@ -141,7 +160,7 @@ def _categorical_imputer(trial, profile, spec, columns):
     return [("imputer", SimpleImputer(strategy=strategy, fill_value="missing"))]
 
 
-def _encoder(trial, key, spec, random_state):
+def _encoder(trial, key, spec, random_state, regression=False):
     if key == "onehot":
         min_frequency = trial.suggest_float("encoder.onehot.min_frequency", 1e-3, 0.1, log=True)
         return ("encoder", OneHotEncoder(
@@ -149,7 +168,8 @@ def _encoder(trial, key, spec, random_state):
         ))
     if key == "target":
         if _TARGET_ENCODER_SEEDED_BY_CV:
-            folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=random_state)
+            splitter = KFold if regression else StratifiedKFold
+            folds = splitter(n_splits=5, shuffle=True, random_state=random_state)
             return ("encoder", TargetEncoder(cv=folds))
         return ("encoder", TargetEncoder(random_state=random_state))
     # Unknown levels become NaN for families that handle it (read as missing), else the code -1.
@@ -187,6 +207,7 @@ _PORTFOLIO_PREPROCESSING = {
     "imputer.categorical": "constant",
     "scaler": "standard",
     "encoder.onehot.min_frequency": 0.01,
+    "target": "standard",
 }
 
 
@@ -219,7 +240,7 @@ def default_pipeline(key, profile, random_state=None):
     Parameters
     ----------
     key : str
-        A key of :data:`automl.components.DEFAULT_COMPONENTS` with default parameters (e.g. "logreg").
+        A key of the profile's task registry with default parameters (e.g. "logreg", "ridge").
     profile : DatasetProfile
     random_state : int or None, default=None
 
@@ -230,5 +251,5 @@ def default_pipeline(key, profile, random_state=None):
     """
     from .components import resolve_components
 
-    specs = resolve_components(include=[key])
+    specs = resolve_components(include=[key], task="regression" if profile.task == "regression" else "classification")
     return rebuild(portfolio(specs)[0], profile, specs, random_state)

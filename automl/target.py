@@ -1,10 +1,15 @@
-"""Check the target y of a classifier and encode it; rare classes are repaired or warned about.
+"""Check the target y and encode it: class labels for a classifier, numbers for a regressor.
+
+Classification:
 
 - Labels must be finite, present and of one type; a column vector is flattened.
 - A class with a single member is dropped with its row (a DataRepairWarning names it): it cannot
   be both learnt and scored by cross-validation, and XGBoost refuses folds that lack a class.
 - A class with fewer members than the CV folds is kept, with a warning (some folds score none of it);
   only when every class is that rare is it an error.
+
+Regression: the values must be numbers (bools, strings and categories are refused), with none
+missing or infinite; the errors count them.
 """
 
 import warnings
@@ -101,6 +106,55 @@ def encode_target(y, n_samples, n_folds):
     y_encoded = encoder.fit(values).transform(values)
     _check_class_counts(encoder.classes_, np.bincount(y_encoded), n_folds)
     return y_encoded, encoder.classes_, keep
+
+
+def regression_target(y, n_samples, n_folds=2):
+    """Check a regression target and return it as float64.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Numbers (int, float, or a nullable numeric pandas column).
+    n_samples : int
+        Rows of X, which y must match.
+    n_folds : int, default=2
+        Folds of the search's CV: y needs at least this many rows.
+
+    Returns
+    -------
+    y : ndarray of float64 of shape (n_samples,)
+
+    Raises
+    ------
+    DataValidationError
+        On a length mismatch, a non-numeric target (strings, bools, categories: the message names the
+        dtype and the first such value), missing or infinite values (their count and first positions),
+        fewer rows than folds, or a constant target.
+    """
+    values = _target_array(y)
+    if len(values) != n_samples:
+        raise DataValidationError(
+            f"X and y have different lengths: X has {n_samples} rows, y has {len(values)} values.")
+    if values.dtype.kind not in "iuf":
+        numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(np.isnan(numbers) & ~pd.isna(values))
+        first = values[bad[0]] if bad.size else values[0]
+        raise DataValidationError(
+            f"A regression target must be numeric; y has dtype {values.dtype} and {bad.size or len(values)} "
+            f"value(s) that are not numbers (first: {getattr(first, 'item', lambda: first)()!r}). Convert it "
+            "to numbers, or use AutoClassifier for class labels.")
+    values = values.astype(np.float64)
+    for problem, mask in (("missing (NaN)", np.isnan(values)), ("infinite", np.isinf(values))):
+        if mask.any():
+            raise DataValidationError(
+                f"y has {int(mask.sum())} {problem} value(s), first at positions {np.flatnonzero(mask)[:5].tolist()}. "
+                "Drop these rows from X and y, or fill in their values.")
+    if len(values) < max(2, n_folds):
+        raise DataValidationError(f"Found n_samples={len(values)}, but {max(2, n_folds)}-fold cross-validation "
+                                  f"needs at least {max(2, n_folds)} rows.")
+    if np.ptp(values) == 0:
+        raise DataValidationError(f"y is constant ({float(values[0])!r} on every row): there is nothing to learn.")
+    return values
 
 
 def _rows_of_classes_seen_twice(values):

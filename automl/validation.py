@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 from scipy import sparse
 
 from automl.exceptions import DataRepairWarning, DataValidationError
 from automl.exceptions import listing as _listing
-from automl.target import encode_target
+from automl.target import encode_target, regression_target
 
 _EPOCH = pd.Timestamp("1970-01-01")
 _ONE_DAY = pd.Timedelta(days=1)
@@ -65,17 +66,20 @@ class DatasetProfile:
         Kept categorical column -> sorted levels seen in training.
     kinds : dict of str to str
         Every input column -> ``"numeric"``, ``"categorical"``, ``"boolean"`` or ``"datetime"``.
-    task : {"binary", "multiclass"}
-        Classification task inferred from the number of classes.
+    task : {"binary", "multiclass", "regression"}
+        Classification task inferred from the number of classes, or regression.
     n_classes : int
-        Number of distinct labels in y.
+        Number of distinct labels in y; 0 for regression.
     class_counts : tuple of int of length n_classes
-        Members per encoded class, in ``classes`` order.
+        Members per encoded class, in ``classes`` order; empty for regression.
     fingerprint : str
         First 16 hex characters of a sha256 over the content of X and y.
     dtypes : dict of str to str or None
         Every input column -> its pandas dtype as given (``"int64"``, ``"object"``, ...); None in
         profiles pickled before it existed.
+    target_stats : dict of str to float or None
+        Regression only: ``min, max, mean, std, skew`` of y (the search offers a log transform of a
+        non-negative, right-skewed target). None for classification.
 
     Examples
     --------
@@ -99,6 +103,7 @@ class DatasetProfile:
     class_counts: tuple[int, ...]
     fingerprint: str
     dtypes: dict[str, str] | None = None
+    target_stats: dict[str, float] | None = None
 
     @property
     def has_missing(self) -> bool:
@@ -111,7 +116,7 @@ class DatasetProfile:
         return max((len(levels) for levels in self.categories.values()), default=0)
 
 
-def check_training_data(X, y, *, n_folds):
+def check_training_data(X, y, *, n_folds, task="classification"):
     """Validate X and y for training, convert X to model-ready columns and encode y.
 
     Parameters
@@ -122,6 +127,9 @@ def check_training_data(X, y, *, n_folds):
         Class labels of any type (str, int, bool, pandas category).
     n_folds : int
         Number of cross-validation folds; every class needs at least this many members.
+    task : {"classification", "regression"}, default="classification"
+        Regression: y must be numbers (:func:`automl.target.regression_target`), returned as float64
+        with an empty ``classes``.
 
     Returns
     -------
@@ -129,9 +137,9 @@ def check_training_data(X, y, *, n_folds):
         Kept columns with a RangeIndex: float64 for numeric, boolean and datetime columns, object
         dtype holding str or ``np.nan`` for categorical columns.
     y_encoded : ndarray of shape (n_samples,)
-        Labels encoded as 0 .. n_classes - 1.
+        Labels encoded as 0 .. n_classes - 1 (regression: the float64 target).
     classes : ndarray of shape (n_classes,)
-        The original labels, sorted; ``classes[y_encoded]`` gives back y.
+        The original labels, sorted; ``classes[y_encoded]`` gives back y. Empty for regression.
     profile : DatasetProfile
         Description of the data for the later stages.
 
@@ -159,7 +167,11 @@ def check_training_data(X, y, *, n_folds):
     """
     frame = _to_frame(X)
     kinds = {column: _infer_kind(frame[column]) for column in frame.columns}
-    y_encoded, classes, keep = encode_target(y, len(frame), n_folds)
+    if task == "regression":
+        y_encoded, classes = regression_target(y, len(frame), n_folds), np.array([])
+        keep = np.ones(len(frame), dtype=bool)
+    else:
+        y_encoded, classes, keep = encode_target(y, len(frame), n_folds)
     if not keep.all():
         frame = frame[keep].reset_index(drop=True)
     converted = _convert_frame(frame, kinds)
@@ -175,8 +187,11 @@ def check_training_data(X, y, *, n_folds):
         warnings.warn(message, DataRepairWarning, stacklevel=2)
     X_clean = converted.drop(columns=list(dropped))
     fingerprint = _fingerprint(converted, y_encoded, classes)
-    profile = _build_profile(X_clean, kinds, dropped, np.bincount(y_encoded), fingerprint)
+    counts = () if task == "regression" else np.bincount(y_encoded)
+    profile = _build_profile(X_clean, kinds, dropped, counts, fingerprint)
     profile = dataclasses.replace(profile, dtypes={str(c): str(t) for c, t in frame.dtypes.items()})
+    if task == "regression":
+        profile = dataclasses.replace(profile, task="regression", target_stats=_target_stats(y_encoded))
     return X_clean, y_encoded, classes, profile
 
 
@@ -407,6 +422,12 @@ def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint):
         class_counts=tuple(int(count) for count in class_counts),
         fingerprint=fingerprint,
     )
+
+
+def _target_stats(y):
+    """Summary of a regression target: the report shows it, the search space reads its sign and skew."""
+    return {"min": float(y.min()), "max": float(y.max()), "mean": float(y.mean()), "std": float(y.std()),
+            "skew": float(scipy.stats.skew(y))}
 
 
 def _describe(details):

@@ -3,13 +3,15 @@
     .venv/bin/python benchmarks/compare.py setup            # peer venvs in benchmarks/.venvs (once)
     .venv/bin/python benchmarks/compare.py run --suite quick --budgets 60 300 --seeds 0 1 2
     .venv/bin/python benchmarks/compare.py run --systems ours flaml --datasets kc1 --seeds 0 --budgets 15
+    .venv/bin/python benchmarks/compare.py run --suite regression --systems ours hgb lgbm flaml --budgets 60
     .venv/bin/python benchmarks/compare.py summarize --csv benchmarks/results/compare.csv
 
 ``run`` goes over budgets x seeds x datasets x systems. Each run is a fresh process (the system's
 venv: the library's own for ours/hgb/lgbm, benchmarks/.venvs/<peer> for the peers) that rebuilds the
-stratified 75/25 split of the seed, fits on 75% with the budget and both cores, and scores the
-other 25%. The harness polls the memory of the run's whole process tree every 0.2 s and kills it
-past budget * 2 + 60 s. Each row is appended to the CSV as soon as its run ends; rows already there
+75/25 split of the seed (stratified for classification, shuffled for regression), fits on 75% with
+the budget and both cores, and scores the other 25% (regression: RMSE, plus MAE and R2). The
+harness polls the memory of the run's whole process tree every 0.2 s and kills it past
+budget * 2 + 60 s. Each row is appended to the CSV as soon as its run ends; rows already there
 are skipped, so an interrupted run resumes where it stopped (``--retry-failed`` redoes failures,
 ``--retry-busy`` the runs that shared the machine with other work: see peers/monitor.py).
 At the end the markdown summary is written next to the CSV (compare.md). Run it with the library's
@@ -36,9 +38,10 @@ VENVS = BENCH / ".venvs"
 RESULTS = BENCH / "results"
 PEER_ENVS = ("flaml", "autogluon")
 QUICK = ["kc1", "credit-g", "phoneme", "vehicle", "splice"]
+SUITES = ("quick", "all", "regression")
 COLUMNS = [
     "system", "dataset", "seed", "budget", "status", "error", "task", "metric", "score", "roc_auc",
-    "log_loss", "accuracy", "constant_score", "fit_seconds", "predict_seconds", "process_seconds",
+    "log_loss", "accuracy", "rmse", "mae", "r2", "constant_score", "fit_seconds", "predict_seconds", "process_seconds",
     "wall_ratio", "peak_rss_mb", "n_train", "n_test", "n_classes", "trials_complete", "trials_pruned",
     "trials_failed", "trials_killed", "trials_per_minute", "members", "search_seconds",
     "ensemble_seconds", "model_check_seconds", "folds_fitted", "tracking_seconds", "total_seconds",
@@ -113,10 +116,10 @@ def split_facts(dataset, seed):
     """Task, sizes, constant predictor's score and split digest, computed here so failed runs have them."""
     from peers import data
     X, y, task = data.load(dataset)
-    _, _, y_train, y_test = data.split(X, y, seed)
+    _, _, y_train, y_test = data.split(X, y, seed, task)
     return {
         "task": task, "metric": data.primary_metric(task), "n_train": len(y_train),
-        "n_test": len(y_test), "n_classes": y.nunique(),
+        "n_test": len(y_test), "n_classes": None if task in data.REGRESSION else y.nunique(),
         "constant_score": data.constant_score(y_train, y_test, task),
         "split_hash": data.split_hash(y_test),
     }
@@ -161,14 +164,45 @@ def last_lines(path, n=3):
 
 
 def append_row(csv_path, row):
-    """Append one row (header first when the file is new): a crash loses at most the run in flight."""
-    new = not csv_path.exists()
+    """Append one row (header first when the file is new): a crash loses at most the run in flight.
+
+    Rows go under the file's own header. A file written before a column existed (rmse, mae, r2 came
+    with regression) gets that column added to its header, the first time a row has a value for it:
+    the file is rewritten once with the old rows' values unchanged and the new column empty.
+    """
+    values = {k: v for k, v in row.items() if v is not None and k in COLUMNS}
     csv_path.parent.mkdir(parents=True, exist_ok=True)
+    header = read_header(csv_path)
+    if header is not None and set(values) - set(header):
+        header = widen_header(csv_path, header)
     with open(csv_path, "a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        if new:
+        writer = csv.DictWriter(handle, fieldnames=header or COLUMNS, extrasaction="ignore")
+        if header is None:
             writer.writeheader()
-        writer.writerow({k: v for k, v in row.items() if v is not None})
+        writer.writerow(values)
+
+
+def read_header(csv_path):
+    """The column names of an existing, non-empty CSV, else None."""
+    if not csv_path.exists() or csv_path.stat().st_size == 0:
+        return None
+    with open(csv_path, newline="") as handle:
+        return next(csv.reader(handle))
+
+
+def widen_header(csv_path, header):
+    """Rewrite the CSV (atomically, via a .tmp beside it) with every column of COLUMNS; returns the header."""
+    with open(csv_path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    wider = COLUMNS + [c for c in header if c not in COLUMNS]
+    tmp = csv_path.with_name(csv_path.name + ".tmp")
+    with open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=wider)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, csv_path)
+    print(f"{csv_path}: header widened with {sorted(set(wider) - set(header))}", flush=True)
+    return wider
 
 
 def run(args):
@@ -205,8 +239,9 @@ def parse_args():
     cmd_setup.add_argument("--peers", nargs="+", default=list(PEER_ENVS), choices=PEER_ENVS)
     cmd_setup.add_argument("--python", default="python3", help="interpreter the venvs are made from")
     cmd_run = commands.add_parser("run", help="run systems x datasets x seeds x budgets")
-    cmd_run.add_argument("--suite", choices=["quick", "all"], default="quick",
-                         help=f"quick: {' '.join(QUICK)}; all: every classification dataset of MANIFEST.csv")
+    cmd_run.add_argument("--suite", choices=SUITES, default="quick",
+                         help=f"quick: {' '.join(QUICK)}; all: every classification dataset of MANIFEST.csv; "
+                              "regression: every regression dataset of MANIFEST.csv")
     cmd_run.add_argument("--datasets", nargs="+", help="overrides --suite")
     cmd_run.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     cmd_run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -228,11 +263,13 @@ def main():
         setup(args)
     elif args.command == "run":
         from peers import data
-        known = list(data.manifest().index)
-        args.datasets = args.datasets or (QUICK if args.suite == "quick" else known)
-        unknown = sorted(set(args.datasets) - set(known))
+        suites = {"quick": QUICK, "all": list(data.manifest().index),
+                  "regression": list(data.manifest(tasks=data.REGRESSION).index)}
+        args.datasets = args.datasets or suites[args.suite]
+        unknown = sorted(set(args.datasets) - set(suites["all"]) - set(suites["regression"]))
         if unknown:
-            sys.exit(f"unknown datasets {unknown}; the classification datasets are: {' '.join(known)}")
+            sys.exit(f"unknown datasets {unknown}; the classification datasets are: {' '.join(suites['all'])}; "
+                     f"the regression datasets: {' '.join(suites['regression'])}")
         args.csv = args.csv.resolve()
         run(args)
     else:

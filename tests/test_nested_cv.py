@@ -44,7 +44,8 @@ def test_one_row_per_outer_fold_and_a_summary_of_each_quantity(report, credit_g)
     assert (folds["n_trials"] == TINY["n_trials"]).all() and (folds["fit_seconds"] > 0).all()
     assert set(folds["best_family"]) <= {"logreg", "hgb"}
     summary = report.summary
-    assert summary.index.tolist() == list(QUANTITIES) and summary.columns.tolist() == ["mean", "std", "sem"]
+    assert summary.index.tolist() == [q for q in QUANTITIES if q != "ridge"]  # ridge: a regressor's baseline
+    assert summary.columns.tolist() == ["mean", "std", "sem"]
     np.testing.assert_allclose(summary.loc["ensemble", "mean"], folds["ensemble"].mean())
     np.testing.assert_allclose(summary["sem"], summary["std"] / np.sqrt(3))
 
@@ -142,7 +143,7 @@ def test_a_class_rarer_than_outer_cv_is_refused(credit_g):
 
 def test_only_an_autoclassifier_without_persistent_storage_is_nested(credit_g):
     X, y = credit_g
-    with pytest.raises(TypeError, match="needs an AutoClassifier; got LogisticRegression"):
+    with pytest.raises(TypeError, match="needs an AutoClassifier or AutoRegressor; got LogisticRegression"):
         nested_cv(LogisticRegression(), X, y)
     with pytest.raises(ValueError, match="'storage' parameter of the estimator must be None"):
         nested_cv(AutoClassifier(**dict(TINY, storage="sqlite:///study.db")), X, y)
@@ -152,7 +153,8 @@ def test_to_dict_is_strict_json(report):
     payload = json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert payload["metric"] == "roc_auc" and payload["greater_is_better"] is True
     assert len(payload["folds"]) == 3 and payload["folds"][0]["dummy"] == 0.5
-    assert set(payload["summary"]) == set(QUANTITIES) and set(payload["summary"]["hgb"]) == {"mean", "std", "sem"}
+    assert set(payload["summary"]) == set(QUANTITIES) - {"ridge"}
+    assert set(payload["summary"]["hgb"]) == {"mean", "std", "sem"}
 
 
 def test_probability_columns_follow_the_full_label_set():
@@ -179,3 +181,16 @@ def test_a_tracked_estimator_logs_the_report_as_a_run(credit_g, tmp_path):
     assert [f["fold"] for f in logged["folds"]] == [0, 1]
     # Each outer fit is a tracked fit of its own, named in the fold rows.
     assert report.folds["mlflow_run_id"].notna().all() and report.folds["mlflow_run_id"].nunique() == 2
+
+
+def test_automl_nested_cv_is_callable_after_the_submodule_is_imported(credit_g):
+    # Importing the submodule automl.nested_cv rebinds the package attribute automl.nested_cv to the
+    # module (this file imports it above), and calling it raised "'module' object is not callable".
+    import automl
+
+    X, y = credit_g[0].iloc[:200], credit_g[1].iloc[:200]
+    model = AutoClassifier(time_budget=None, n_trials=1, include=["logreg"], cv=2, tracking=False, verbose=0,
+                           random_state=0)
+    report = automl.nested_cv(model, X, y, outer_cv=2, random_state=0)
+    assert automl.nested_cv(model, X, y, outer_cv=2, random_state=0).folds["ensemble"].tolist() == \
+        report.folds["ensemble"].tolist()

@@ -111,7 +111,7 @@ def test_signed_log_loss_is_negative():
 
 
 def test_unknown_name_lists_valid_names():
-    with pytest.raises(ValueError, match="Unknown metric 'auc'") as info:
+    with pytest.raises(ValueError, match="Unknown classification metric 'auc'") as info:
         get_metric("auc", n_classes=2)
     for name in ("roc_auc", "log_loss", "accuracy", "balanced_accuracy", "f1"):
         assert name in str(info.value)

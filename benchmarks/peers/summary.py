@@ -1,19 +1,26 @@
 """Markdown summary of a compare.csv: per budget, scores, ranks, wins/ties/losses, costs, our overhead.
 
+Classification and regression datasets get separate sections (ranks and normalized scores are not
+pooled across the two): first every budget's classification section, then every budget's regression
+section. A CSV with classification rows only gives the same report as before regression existed.
+
 Rules (also in benchmarks/README.md):
 
-* The primary metric is ROC AUC on binary datasets (higher is better) and log loss on multiclass ones
-  (lower is better). "good" below is the score with log loss negated, so higher is always better.
+* The primary metric is ROC AUC on binary datasets (higher is better), log loss on multiclass ones
+  and RMSE on regression ones (lower is better). "good" below is the score with log loss and RMSE
+  negated, so higher is always better.
 * A failed run (crash or time limit) counts as the constant predictor of its split (ROC AUC 0.5, log
-  loss of the training class prior), as the AutoML Benchmark imputes failures. Systems are then
-  compared on their mean over seeds.
+  loss of the training class prior, RMSE of the training mean), as the AutoML Benchmark imputes
+  failures. Systems are then compared on their mean over seeds.
 * Mean rank: per dataset, systems ranked on their mean over seeds (1 = best, ties averaged), then
   averaged over the datasets that every system in the table ran (had a row for, failed or not).
 * Normalized score: per dataset, 0 = the constant predictor, 1 = the best system's mean over seeds.
 * Wins/ties/losses: a tie when |difference of the means| < max(pooled standard deviation over seeds,
-  0.002), the pooled SD being sqrt((sd_a^2 + sd_b^2) / 2). With one seed the SD is unknown and the
-  0.002 floor alone decides. The SD is the seed-to-seed spread, split noise included: conservative,
-  since every system sees the same splits.
+  floor), the pooled SD being sqrt((sd_a^2 + sd_b^2) / 2). The floor is 0.002 for ROC AUC and log
+  loss; RMSE has the units of each dataset's target, so there it is 0.002 x the constant predictor's
+  RMSE (0.002 on the normalized score's scale when the best RMSE is near 0). With one seed the SD is
+  unknown and the floor alone decides. The SD is the seed-to-seed spread, split noise included:
+  conservative, since every system sees the same splits.
 """
 
 import numpy as np
@@ -22,7 +29,9 @@ import pandas as pd
 from peers.monitor import BUSY_CORES
 
 KEY = ["system", "dataset", "seed", "budget"]
-TIE_FLOOR = 0.002
+TIE_FLOOR = 0.002  # absolute for ROC AUC and log loss, relative to the constant predictor's RMSE
+REGRESSION = "regression"
+METRIC_NAMES = {"binary": "ROC AUC", "multiclass": "log loss", REGRESSION: "RMSE"}
 OURS, OURS_SINGLE = "ours", "ours-single"
 
 
@@ -69,7 +78,8 @@ def normalized_scores(stats):
 
 def verdict(a, b):
     """'win', 'tie' or 'loss' of row a against row b of dataset_stats (the module docstring's rule)."""
-    threshold = max(np.sqrt((a["sd"] ** 2 + b["sd"] ** 2) / 2), TIE_FLOOR)
+    floor = TIE_FLOOR * abs(a["constant"]) if a["task"] == REGRESSION else TIE_FLOOR
+    threshold = max(np.sqrt((a["sd"] ** 2 + b["sd"] ** 2) / 2), floor)
     difference = a["good"] - b["good"]
     return "tie" if abs(difference) < threshold else ("win" if difference > 0 else "loss")
 
@@ -103,7 +113,7 @@ def score_table(stats, systems):
     for dataset, block in stats.groupby(level="dataset"):
         block = block.droplevel("dataset")
         best = block["good"].idxmax()
-        row = {"dataset": dataset, "metric": "ROC AUC" if block["task"].iloc[0] == "binary" else "log loss",
+        row = {"dataset": dataset, "metric": METRIC_NAMES[block["task"].iloc[0]],
                "constant": abs(block["constant"].iloc[0])}
         for system in systems:
             if system in block.index:
@@ -117,15 +127,30 @@ def score_table(stats, systems):
     return pd.DataFrame(rows)
 
 
-def system_table(frame, stats):
-    """Per system: mean rank, normalized score, datasets won, failures, time and memory."""
+def extra_metrics_table(frame, systems):
+    """Regression datasets x systems: mean R2 and MAE over the successful runs, as "R2 / MAE"."""
+    ok = frame[frame["status"] == "ok"]
+    means = ok.groupby(["dataset", "system"])[["r2", "mae"]].mean()
+    rows = []
+    for dataset in sorted(frame["dataset"].unique()):
+        row = {"dataset": dataset}
+        for system in systems:
+            row[system] = (f"{means.loc[(dataset, system), 'r2']:.4f} / {means.loc[(dataset, system), 'mae']:.4g}"
+                           if (dataset, system) in means.index else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def system_table(frame, stats, quality="accuracy"):
+    """Per system: mean rank, normalized score, datasets won, mean ``quality`` (accuracy, or R2 for
+    regression), failures, time and memory."""
     ranks, n_ranked = mean_ranks(stats)
     normalized = normalized_scores(stats).groupby(level="system").mean()
     winners = stats["good"].groupby(level="dataset").idxmax().map(lambda key: key[1]).value_counts()
     grouped = frame.groupby("system")
     table = pd.DataFrame({
         "mean rank": ranks, "normalized score": normalized, "datasets won": winners,
-        "mean accuracy": grouped["accuracy"].mean(),
+        f"mean {quality}": grouped[quality].mean(),
         "failures": grouped["status"].apply(lambda s: f"{int((s != 'ok').sum())}/{len(s)}"),
         "median fit s": grouped["fit_seconds"].median(), "worst wall/budget": grouped["wall_ratio"].max(),
         "peak RSS max MB": grouped["peak_rss_mb"].max(),
@@ -199,20 +224,31 @@ def split_warnings(frame):
     return [f"- {d} seed {s}: the systems saw different splits" for (d, s), n in hashes.items() if n > 1]
 
 
-def budget_section(frame, budget):
+def budget_section(frame, budget, regression=False):
+    """One budget's section: classification datasets, or (``regression``) regression datasets."""
     frame = with_goodness(frame)
     systems = [s for s in SYSTEM_ORDER if s in set(frame["system"])] + sorted(
         set(frame["system"]) - set(SYSTEM_ORDER))
     stats = dataset_stats(frame)
-    system_summary, n_ranked = system_table(frame, stats)
-    parts = [f"## Budget {budget:g} s ({frame['dataset'].nunique()} datasets, seeds "
-             f"{', '.join(map(str, sorted(frame['seed'].unique())))}, {len(frame)} runs)",
-             "### Held-out score, mean over seeds (ROC AUC: higher is better; log loss: lower)",
-             md_table(score_table(stats, systems)),
-             f"### Systems (mean rank over the {n_ranked} datasets all of them ran)",
-             md_table(system_summary, "{:.3f}")]
+    system_summary, n_ranked = system_table(frame, stats, "r2" if regression else "accuracy")
+    runs = (f"({frame['dataset'].nunique()} datasets, seeds "
+            f"{', '.join(map(str, sorted(frame['seed'].unique())))}, {len(frame)} runs)")
+    if regression:
+        parts = [f"## Regression: budget {budget:g} s {runs}",
+                 "### Held-out RMSE, mean over seeds (lower is better; constant: the training mean's RMSE)",
+                 md_table(score_table(stats, systems)),
+                 "### Held-out R2 / MAE, mean over the successful runs",
+                 md_table(extra_metrics_table(frame, systems))]
+        tie_rule = "max(pooled SD over seeds, 0.002 x the constant predictor's RMSE)"
+    else:
+        parts = [f"## Budget {budget:g} s {runs}",
+                 "### Held-out score, mean over seeds (ROC AUC: higher is better; log loss: lower)",
+                 md_table(score_table(stats, systems))]
+        tie_rule = "max(pooled SD over seeds, 0.002)"
+    parts += [f"### Systems (mean rank over the {n_ranked} datasets all of them ran)",
+              md_table(system_summary, "{:.3f}")]
     if OURS in systems:
-        parts += ["### ours: wins / ties / losses (tie: |mean difference| < max(pooled SD over seeds, 0.002))",
+        parts += [f"### ours: wins / ties / losses (tie: |mean difference| < {tie_rule})",
                   md_table(wtl_table(stats, systems))]
     if OURS in systems and OURS_SINGLE in systems:
         parts += ["### Ensemble vs best single trial (ours vs ours-single; gain > 0: the ensemble is better)",
@@ -235,9 +271,13 @@ SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-single", "hgb", "
 
 
 def summarize(csv_path):
-    """The whole markdown report of a results CSV, one section per budget."""
+    """The whole markdown report of a results CSV: one section per budget for the classification
+    datasets, then one per budget for the regression datasets."""
     frame = latest(pd.read_csv(csv_path))
     header = ["# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs). "
               "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
-    sections = [budget_section(block, budget) for budget, block in frame.groupby("budget")]
+    regression = frame["task"] == REGRESSION
+    sections = [budget_section(block, budget) for budget, block in frame[~regression].groupby("budget")]
+    sections += [budget_section(block, budget, regression=True)
+                 for budget, block in frame[regression].groupby("budget")]
     return "\n\n".join(header + sections) + "\n"

@@ -1,9 +1,11 @@
 """The systems under test: one fit function each, and the venv it runs in.
 
 A fit function takes ``(X_train, y_train, task, budget, seed, workdir)`` and returns
-``(predict_proba, info)``: a function from features to a DataFrame of class probabilities (one
-column per class label) and a dict of extra CSV fields (version, trial counts, ...). The worker
-times the call, so everything a user would wait for belongs inside it and nothing else does.
+``(predict, info)``: a function from features to a DataFrame of class probabilities (one column per
+class label; task "binary" or "multiclass") or to an array of point predictions (task "regression"),
+and a dict of extra CSV fields (version, trial counts, ...). Every system here handles both; the
+task picks the library's classifier or regressor. The worker times the call, so everything a user
+would wait for belongs inside it and nothing else does.
 
 Every library is imported inside its function: a worker imports only the system it runs, in a venv
 that may hold nothing else (automl is not installed in the peer venvs, FLAML not in AutoGluon's).
@@ -20,15 +22,22 @@ def _frame(proba, classes):
     return pd.DataFrame(proba, columns=[str(c) for c in classes])
 
 
+def _is_regression(task):
+    return task == "regression"
+
+
 # --- ours -----------------------------------------------------------------------------------------
 
 def _ours(**overrides):
     def fit(X, y, task, budget, seed, workdir):
-        from automl import AutoClassifier
+        from automl import AutoClassifier, AutoRegressor
         # tracking=False: MLflow logging is an opt-out cost, not part of the search being compared;
         # its seconds are measured separately by benchmarks/heldout.py.
-        model = AutoClassifier(time_budget=budget, n_jobs=N_JOBS, random_state=seed, verbose=0,
-                               tracking=False, **overrides).fit(X, y)
+        estimator = AutoRegressor if _is_regression(task) else AutoClassifier
+        model = estimator(time_budget=budget, n_jobs=N_JOBS, random_state=seed, verbose=0,
+                          tracking=False, **overrides).fit(X, y)
+        if _is_regression(task):
+            return model.predict, _ours_info(model)
         return lambda X_new: _frame(model.predict_proba(X_new), model.classes_), _ours_info(model)
     return fit
 
@@ -75,18 +84,25 @@ def _category_encoder(X_train, max_levels=None):
 
 
 def hgb(X, y, task, budget, seed, workdir):
-    """Default HistGradientBoostingClassifier, categoricals read natively (categorical_features="from_dtype")."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    """Default HistGradientBoosting{Classifier,Regressor}, categoricals read natively
+    (categorical_features="from_dtype")."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
     encode = _category_encoder(X, max_levels=255)
+    if _is_regression(task):
+        model = HistGradientBoostingRegressor(random_state=seed).fit(encode(X), y)
+        return lambda X_new: model.predict(encode(X_new)), {"system_version": version("scikit-learn")}
     model = HistGradientBoostingClassifier(random_state=seed).fit(encode(X), y)
     predict = lambda X_new: _frame(model.predict_proba(encode(X_new)), model.classes_)
     return predict, {"system_version": version("scikit-learn")}
 
 
 def lgbm(X, y, task, budget, seed, workdir):
-    """Default LGBMClassifier, categoricals as the category dtype (LightGBM's native handling)."""
-    from lightgbm import LGBMClassifier
+    """Default LGBM{Classifier,Regressor}, categoricals as the category dtype (LightGBM's native handling)."""
+    from lightgbm import LGBMClassifier, LGBMRegressor
     encode = _category_encoder(X)
+    if _is_regression(task):
+        model = LGBMRegressor(random_state=seed, n_jobs=N_JOBS, verbose=-1).fit(encode(X), y)
+        return lambda X_new: model.predict(encode(X_new)), {"system_version": version("lightgbm")}
     model = LGBMClassifier(random_state=seed, n_jobs=N_JOBS, verbose=-1).fit(encode(X), y)
     predict = lambda X_new: _frame(model.predict_proba(encode(X_new)), model.classes_)
     return predict, {"system_version": version("lightgbm")}
@@ -98,24 +114,34 @@ def flaml(X, y, task, budget, seed, workdir):
     """flaml.AutoML with the same budget, metric, cores and seed; everything else default."""
     from flaml import AutoML
     model = AutoML()
-    metric = "roc_auc" if task == "binary" else "log_loss"
-    model.fit(X, y, task="classification", time_budget=budget, metric=metric, n_jobs=N_JOBS,
+    if _is_regression(task):
+        flaml_task, metric = "regression", "rmse"
+    else:
+        flaml_task, metric = "classification", "roc_auc" if task == "binary" else "log_loss"
+    model.fit(X, y, task=flaml_task, time_budget=budget, metric=metric, n_jobs=N_JOBS,
               seed=seed, verbose=0)
     info = {"system_version": version("flaml"), "n_models": len(model.config_history),
             "best_model": model.best_estimator}
+    if _is_regression(task):
+        return model.predict, info
     return lambda X_new: _frame(model.predict_proba(X_new), model.classes_), info
 
 
 def _autogluon(presets=None):
     def fit(X, y, task, budget, seed, workdir):
         from autogluon.tabular import TabularPredictor
-        metric = "roc_auc" if task == "binary" else "log_loss"
+        metric = {"binary": "roc_auc", "multiclass": "log_loss", "regression": "root_mean_squared_error"}[task]
+        # problem_type only for regression: a numeric target with few distinct values (abalone's rings,
+        # wine quality) would otherwise be inferred as multiclass. Classification keeps the inference.
+        problem_type = "regression" if _is_regression(task) else None
         # No seed argument: AutoGluon's models use fixed seeds (0 by default), so only the split varies.
-        predictor = TabularPredictor(label=y.name, eval_metric=metric, path=f"{workdir}/autogluon",
-                                     verbosity=2)  # model-level lines in the run log
+        predictor = TabularPredictor(label=y.name, eval_metric=metric, problem_type=problem_type,
+                                     path=f"{workdir}/autogluon", verbosity=2)  # model-level lines in the log
         predictor.fit(X.assign(**{y.name: y}), time_limit=budget, presets=presets)
         info = {"system_version": version("autogluon.tabular"),
                 "n_models": len(predictor.model_names()), "best_model": predictor.model_best}
+        if _is_regression(task):
+            return lambda X_new: predictor.predict(X_new).to_numpy(), info
         return lambda X_new: predictor.predict_proba(X_new, as_multiclass=True), info
     return fit
 

@@ -20,17 +20,20 @@ from peers.systems import SYSTEMS
 
 def run(args):
     X, y, task = data.load(args.dataset, args.data_dir)
-    X_train, X_test, y_train, y_test = data.split(X, y, args.seed)
+    X_train, X_test, y_train, y_test = data.split(X, y, args.seed, task)
     fit = SYSTEMS[args.system][1]
     started = time.time()
-    predict_proba, info = fit(X_train, y_train, task, args.budget, args.seed, args.workdir)
+    predict, info = fit(X_train, y_train, task, args.budget, args.seed, args.workdir)
     fit_seconds = time.time() - started
     started = time.time()
-    proba = predict_proba(X_test)
+    prediction = predict(X_test)  # class probabilities, or point predictions for regression
     predict_seconds = time.time() - started
+    if task in data.REGRESSION:
+        held_out = data.regression_scores(y_test, prediction)
+    else:
+        held_out = data.scores(y_test, prediction, y_train.unique(), task)
     result = {"status": "ok", "split_hash": data.split_hash(y_test), "fit_seconds": fit_seconds,
-              "predict_seconds": predict_seconds, **data.scores(y_test, proba, y_train.unique(), task),
-              **info}
+              "predict_seconds": predict_seconds, **held_out, **info}
     if "total_seconds" in info:  # ours: time in fit outside the search, the final fit and the model check
         result["overhead_seconds"] = (fit_seconds - info["search_seconds"] - info["ensemble_seconds"]
                                       - info.get("model_check_seconds", 0.0))
