@@ -168,17 +168,25 @@ def check_data_leakage(X, y, profile, folds, *, random_state=None) -> LeakageRep
     rows, sub_folds = _sample_rows(y, folds[:MAX_FOLDS], check_random_state(random_state))
     Xs, ys = X.iloc[rows].reset_index(drop=True), y[rows]
     scope = {"n_rows_scored": len(rows), "n_rows": len(y), "n_folds_scored": len(sub_folds)}
-    for column in X.columns:
-        if (evidence := _identifier_evidence(X[column], profile.kinds.get(column))) is not None:
-            findings.append(_identifier_finding(column, evidence, Xs, ys, sub_folds, scope))
-    candidates = [c for c in X.columns if c not in {f.column for f in findings}]
+    identifiers, candidates = identifier_scan(X, profile, _identifier_finding, (Xs, ys, sub_folds, scope))
+    findings += identifiers
     prior = np.bincount(y, minlength=profile.n_classes) / len(y)
     purity = {c: p for c in profile.categorical_columns if c in candidates
               if (p := _purity(X[c], y, prior)) is not None}
-    # Identifiers stay out of the baselines: one that follows the outcome would mask every other leak.
     findings += _target_findings(Xs[candidates], ys, sub_folds, profile, scope, purity)
     findings.sort(key=lambda f: f.severity != "high")
     return LeakageReport(tuple(findings))
+
+
+def identifier_scan(X, profile, finding, scored):
+    """Identifier findings, ``finding(column, evidence, *scored)`` each, and the columns left to score.
+
+    Identifiers stay out of the target scores and their baselines: one that follows the outcome would
+    mask every other leak.
+    """
+    findings = [finding(c, evidence, *scored) for c in X.columns
+                if (evidence := _identifier_evidence(X[c], profile.kinds.get(c))) is not None]
+    return findings, [c for c in X.columns if c not in {f.column for f in findings}]
 
 
 # ---- duplicates -------------------------------------------------------------------------------------

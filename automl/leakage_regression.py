@@ -1,10 +1,11 @@
 """Leak checks for a regression target: the classifier's checks, scored by R^2 instead of ROC AUC.
 
 - **target_leakage**: a column that is the target, or a near-exact function of it. Scored alone by
-  cross-validated R^2 (a depth-6 tree on numbers, the target mean of each level on categories and
-  few-valued numbers) and by the absolute Spearman correlation, which catches any monotone function
-  of y (a unit change, a log, a rank) whatever its shape. High when R^2 >= 0.98 or |rho| >= 0.995,
-  or when R^2 >= 0.90 and within 0.01 of a small forest on all columns.
+  cross-validated R^2 (a depth-6 tree on numbers, the target mean of each level on categories; a
+  number with few values both ways, the better counting) and by the absolute Spearman correlation,
+  which catches any monotone function of y (a unit change, a log, a rank) whatever its shape. High
+  when R^2 >= 0.98 or |rho| >= 0.995, or when R^2 >= 0.90 and within 0.01 of a small forest on all
+  columns. A function of y that loses information (``|y - c|``) is found only as far as it predicts y.
 - **identifier**: as for classification (:func:`automl.leakage._identifier_evidence`); high when its
   values predict y (R^2 above 0.1).
 - **duplicates**: as for classification.
@@ -21,8 +22,8 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils import check_random_state
 
 from .leakage import (
-    BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, LeakageReport, LeakFinding, _by_level, _duplicate_findings,
-    _identifier_evidence, _round, _sample_note, restrict_folds,
+    BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, LeakageReport, LeakFinding, _by_level, _duplicate_findings, _round,
+    _sample_note, identifier_scan, restrict_folds,
 )
 
 NEAR_EXACT_R2 = 0.98
@@ -70,10 +71,8 @@ def check_regression_leakage(X, y, profile, folds, *, random_state=None):
     rows, sub_folds = restrict_folds(sample, folds[:MAX_FOLDS], len(y))
     Xs, ys = X.iloc[rows].reset_index(drop=True), y[rows]
     scope = {"n_rows_scored": len(rows), "n_rows": len(y), "n_folds_scored": len(sub_folds)}
-    for column in X.columns:
-        if (evidence := _identifier_evidence(X[column], profile.kinds.get(column))) is not None:
-            findings.append(_identifier_finding(column, evidence, Xs, ys, sub_folds, scope))
-    candidates = [c for c in X.columns if c not in {f.column for f in findings}]
+    identifiers, candidates = identifier_scan(X, profile, _identifier_finding, (Xs, ys, sub_folds, scope))
+    findings += identifiers
     findings += _target_findings(Xs[candidates], ys, sub_folds, scope)
     findings.sort(key=lambda f: f.severity != "high")
     return LeakageReport(tuple(findings))
@@ -96,6 +95,14 @@ def _column_r2(values, y, folds, by_level):
             tree = DecisionTreeRegressor(max_depth=6, min_samples_leaf=max(5, len(train) // 500), random_state=0)
             pred[test] = tree.fit(column[train], y[train]).predict(column[test])
     return _r2(y, pred, folds)
+
+
+def _single_r2(values, y, folds):
+    """The better of the level means and the tree for a few-valued number (shrunk means understate rare levels)."""
+    if values.dtype == object:
+        return _column_r2(values, y, folds, by_level=True)
+    tree = _column_r2(values, y, folds, by_level=False)
+    return max(tree, _column_r2(values, y, folds, by_level=True)) if _by_level(values) else tree
 
 
 def _r2(y, pred, folds):
@@ -123,7 +130,7 @@ def _spearman(values, y):
 
 
 def _target_findings(X, y, folds, scope):
-    single = {c: _column_r2(X[c], y, folds, _by_level(X[c])) for c in X.columns}
+    single = {c: _single_r2(X[c], y, folds) for c in X.columns}
     rank = {c: _spearman(X[c], y) for c in X.columns}
     strong = [c for c in X.columns if single[c] >= STRONG_R2]
     full = _baseline_r2(X, y, folds) if strong else float("nan")

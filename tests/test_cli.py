@@ -66,3 +66,44 @@ def test_evaluate_refuses_one_outer_fold(csv_files, caplog):
     code = main(["evaluate", str(csv_files / "train.csv"), "--target", "class", "--outer-cv", "1",
                  "--no-tracking"])
     assert code == 1 and "'outer_cv' parameter of nested_cv" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def regression_csv(tmp_path_factory, load_shared):
+    folder = tmp_path_factory.mktemp("cli-regression")
+    X, y = load_shared("wine-quality-red.csv", "quality")  # ratings: 5 distinct values in the first 400 rows
+    X.iloc[:400].assign(quality=y.iloc[:400].values).to_csv(folder / "train.csv", index=False)
+    X.iloc[:400].assign(alcohol_x10=(X["alcohol"] * 10).iloc[:400].values,
+                        target=(X["alcohol"] * 3 + X["pH"]).iloc[:400].values).to_csv(folder / "many.csv", index=False)
+    X.iloc[400:410].to_csv(folder / "new.csv", index=False)
+    return folder
+
+
+ARGS = ["--n-trials", "2", "--include", "ridge", "--cv", "3", "--no-tracking", "--random-state", "0"]
+
+
+def test_task_is_inferred_from_the_target_and_said(regression_csv, caplog, capsys):
+    with caplog.at_level("INFO", logger="automl"):
+        code = main(["fit", str(regression_csv / "many.csv"), "--target", "target", *ARGS,
+                     "--out", str(regression_csv / "inferred")])
+    assert code == 0 and "best CV rmse" in capsys.readouterr().out
+    assert any("is numeric with" in r.message and "task regression" in r.message for r in caplog.records)
+    # Six ratings are class labels unless the user says otherwise; the message says how.
+    with caplog.at_level("INFO", logger="automl"):
+        code = main(["fit", str(regression_csv / "train.csv"), "--target", "quality", "--n-trials", "2",
+                     "--include", "logreg", "--cv", "3", "--no-tracking", "--out", str(regression_csv / "classified")])
+    assert code == 0 and "best CV log_loss" in capsys.readouterr().out
+    assert any("5 distinct values: task classification (pass --task" in r.message for r in caplog.records)
+
+
+def test_fit_task_regression_then_predict_values(regression_csv, capsys, caplog):
+    out = regression_csv / "model"
+    code = main(["fit", str(regression_csv / "train.csv"), "--target", "quality", "--task", "regression", *ARGS,
+                 "--out", str(out)])
+    assert code == 0 and "best CV rmse" in capsys.readouterr().out
+    predictions = regression_csv / "predictions.csv"
+    assert main(["predict", str(out), str(regression_csv / "new.csv"), "--output", str(predictions)]) == 0
+    values = pd.read_csv(predictions)["prediction"]
+    assert len(values) == 10 and values.between(3, 8).all() and values.nunique() > 1
+    assert main(["predict", str(out), str(regression_csv / "new.csv"), "--proba"]) == 1
+    assert "predicts values, not class probabilities" in caplog.text

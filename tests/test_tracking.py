@@ -427,3 +427,28 @@ def test_autoclassifier_fit_logs_parent_and_every_trial_to_a_server(mlflow_serve
         if row.state == "COMPLETE":
             assert run.data.metrics["mean_score"] == pytest.approx(row.mean)
     assert parent.data.tags["automl.model_uri"].startswith("models:/")
+
+
+def test_autoregressor_fit_logs_parent_trials_and_a_servable_model(mlflow_server, client, load_shared, monkeypatch):
+    """The regression path through MLflow: parent run, a nested run per trial, the model served by pyfunc."""
+    import mlflow.pyfunc
+
+    from automl import AutoRegressor
+
+    X, y = load_shared("abalone.csv", "Class_Rings")
+    model = AutoRegressor(
+        time_budget=None, n_trials=5, include=["ridge", "hgb"], cv=3, n_jobs=2, random_state=0,
+        tracking_uri=mlflow_server, experiment_name="automl-regression", verbose=0, leak_check="off",
+    ).fit(X.iloc[:400], y.iloc[:400])
+    parent = client.get_run(model.mlflow_run_id_)
+    assert parent.info.status == "FINISHED" and parent.data.params["metric"] == "rmse"
+    assert parent.data.params["task"] == "regression" and parent.data.params["n_classes"] == "0"
+    assert parent.data.metrics["best_score"] == pytest.approx(model.best_score_)
+    runs = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{model.mlflow_run_id_}'", max_results=100,
+    )
+    assert sorted(int(r.data.tags["trial_number"]) for r in runs) == sorted(model.leaderboard_["trial"])
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    served = mlflow.pyfunc.load_model(parent.data.tags["automl.model_uri"]).predict(X.iloc[400:405])
+    np.testing.assert_allclose(np.asarray(served, dtype=float), model.predict(X.iloc[400:405]))
