@@ -67,7 +67,7 @@ ATTRIBUTES_DOC = """
     profile_ : DatasetProfile
         Column kinds, missing rates, categories, class counts or target statistics, data fingerprint.
     leaderboard_ : DataFrame of shape (n_trials, 10)
-        ``trial, family, state, mean, std, folds, seconds, weight, params, error``; best first.
+        ``trial, family, state, mean, std, folds, seconds, weight, params, note``; best first.
     ensemble_ : WeightedEnsembleClassifier or WeightedEnsembleRegressor
         The fitted ensemble (the classifier's on encoded labels).
     best_params_ : dict

@@ -60,10 +60,25 @@ def infer_task(y, name="target"):
 
     numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
     n_distinct = int(pd.Series(y).nunique())
+    if not numeric and n_distinct > MAX_CLASSES:
+        _refuse_numbers_with_typos(pd.Series(y), name)
     task = "regression" if numeric and n_distinct > MAX_CLASSES else "classification"
     why = (f"numeric with {n_distinct} distinct values" if numeric else f"of dtype {pd.Series(y).dtype}")
     logger.info("Target %r is %s: task %s (pass --task to choose).", name, why, task)
     return task
+
+
+def _refuse_numbers_with_typos(y, name):
+    """A text column that is mostly numbers is a numeric target with a few bad cells, not many classes."""
+    import pandas as pd
+
+    present = y.dropna()
+    bad = present[pd.to_numeric(present, errors="coerce").isna()]
+    if len(bad) < 0.1 * len(present):
+        examples = ", ".join(f"{v!r} (row {i})" for i, v in bad.head(5).items())
+        raise ValueError(
+            f"Target {name!r} is text, but {len(present) - len(bad)} of its {len(present)} values are numbers; "
+            f"the others: {examples or 'none (numbers stored as text)'}. Fix or drop those rows, or pass --task.")
 
 
 def _estimator(args, y, **extra):
@@ -128,7 +143,7 @@ def run_predict(args):
 
     model = load(args.model)
     if args.proba and not hasattr(model, "predict_proba"):
-        raise ValueError(f"--proba: the model in {args.model} is a {type(model).__name__}, which predicts "
+        raise ValueError(f"--proba: the model in {args.model} is an {type(model).__name__}, which predicts "
                          "values, not class probabilities; leave --proba out.")
     X = _read_table(args.data)
     out = pd.DataFrame({"prediction": model.predict(X)})
@@ -167,7 +182,8 @@ def run_evaluate(args):
     print(report.folds.drop(columns=["mlflow_run_id"]).to_string(index=False, float_format="%.4f"))
     print(report.summary.to_string(float_format="%.4f"))
     ensemble, inner = report.summary.loc["ensemble"], report.summary.loc["inner_best"]
-    claim = "no trial finished in any outer fold" if np.isnan(inner["mean"]) else f"{inner['mean']:.4f} (optimistic)"
+    claim = "no trial finished in any outer fold" if np.isnan(inner["mean"]) else (
+        f"{inner['mean']:.4f} (its inner CV score, optimistic on average: see optimism_gap per fold)")
     run = f"; MLflow run {report.mlflow_run_id}" if report.mlflow_run_id else ""
     print(f"nested CV {report.metric}: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f} (standard error) "
           f"vs the search's own best {claim}{run}")

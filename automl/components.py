@@ -324,7 +324,13 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
     ------
     ValueError
         If two specs share a key (both are named), if ``include`` names an unknown key (the valid
-        keys are listed), if an included family's package is not installed, or if nothing is left.
+        keys are listed), if an included family's package is not installed, or if nothing is left
+        (an included family the data is too large for is named with its row limit).
+
+    Warns
+    -----
+    UserWarning
+        When ``include`` names a family whose ``max_rows`` the data exceeds, and others remain.
     """
     if profile is not None and profile.task == "regression" or task == "regression":
         from .regressors import REGRESSION_COMPONENTS as defaults
@@ -351,8 +357,15 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
                 f"Component(s) {[s.key for s in missing]} need a package that is not installed; "
                 f"install it with: pip install 'automl[{packages}]'."
             )
-    if profile is not None:
-        specs = [s for s in specs if s.fits(profile)]
+    too_big = [] if profile is None else [s for s in specs if not s.fits(profile)]
+    if too_big and include is not None:
+        # Asked for by name: say why it is not searched (left out silently when include is None).
+        limits = ", ".join(f"{s.key!r} up to {s.max_rows:,} rows" for s in too_big)
+        message = f"Not searched on {profile.n_samples:,} rows: {limits}."
+        if len(too_big) == len(specs):
+            raise ValueError(f"No model family is left to search. {message} Include other families.")
+        warnings.warn(message, UserWarning, stacklevel=3)
+    specs = [s for s in specs if s not in too_big]
     if not specs:
         raise ValueError("No model family is left to search: check include= and the data size.")
     return specs

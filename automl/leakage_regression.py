@@ -6,6 +6,7 @@
   which catches any monotone function of y (a unit change, a log, a rank) whatever its shape. High
   when R^2 >= 0.98 or |rho| >= 0.995, or when R^2 >= 0.90 and within 0.01 of a small forest on all
   columns. A function of y that loses information (``|y - c|``) is found only as far as it predicts y.
+  Below 30 rows no column is scored (a rank correlation of 1 is then often chance).
 - **identifier**: as for classification (:func:`automl.leakage._identifier_evidence`); high when its
   values predict y (R^2 above 0.1).
 - **duplicates**: as for classification.
@@ -30,6 +31,7 @@ NEAR_EXACT_R2 = 0.98
 NEAR_EXACT_SPEARMAN = 0.995
 STRONG_R2 = 0.90  # ... and within BASELINE_TOLERANCE of a forest on all columns: high
 ID_R2 = 0.1
+MIN_ROWS = 30  # fewer rows scored: no target-leak finding
 
 
 def check_regression_leakage(X, y, profile, folds, *, random_state=None):
@@ -130,6 +132,8 @@ def _spearman(values, y):
 
 
 def _target_findings(X, y, folds, scope):
+    if len(y) < MIN_ROWS:  # a rank correlation of 1 happens by chance on a handful of rows
+        return []
     single = {c: _single_r2(X[c], y, folds) for c in X.columns}
     rank = {c: _spearman(X[c], y) for c in X.columns}
     strong = [c for c in X.columns if single[c] >= STRONG_R2]

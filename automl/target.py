@@ -4,7 +4,8 @@ Classification:
 
 - Labels must be finite, present and of one type; a column vector is flattened.
 - A class with a single member is dropped with its row (a DataRepairWarning names it): it cannot
-  be both learnt and scored by cross-validation, and XGBoost refuses folds that lack a class.
+  be both learnt and scored by cross-validation, and XGBoost refuses folds that lack a class. When
+  such classes hold more than 10% of the rows, y is refused instead (it is not a set of labels).
 - A class with fewer members than the CV folds is kept, with a warning (some folds score none of it);
   only when every class is that rare is it an error.
 
@@ -22,6 +23,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from .exceptions import DataRepairWarning, DataValidationError, listing
+
+
+# Share of rows in single-member classes above which y is refused rather than repaired.
+MAX_DROPPED_SHARE = 0.10
 
 
 def _target_array(y):
@@ -114,7 +119,7 @@ def regression_target(y, n_samples, n_folds=2):
     Parameters
     ----------
     y : array-like of shape (n_samples,)
-        Numbers (int, float, or a nullable numeric pandas column).
+        Numbers (int, float, a nullable numeric pandas column, or a pandas category of numbers).
     n_samples : int
         Rows of X, which y must match.
     n_folds : int, default=2
@@ -127,9 +132,9 @@ def regression_target(y, n_samples, n_folds=2):
     Raises
     ------
     DataValidationError
-        On a length mismatch, a non-numeric target (strings, bools, categories: the message names the
-        dtype and the first such value), missing or infinite values (their count and first positions),
-        fewer rows than folds, or a constant target.
+        On a length mismatch, a non-numeric target (strings, bools, numbers stored as text: the message
+        names the dtype or the first value that is not a number and its position), missing or infinite
+        values (their count and first positions), fewer rows than folds, or a constant target.
     """
     values = _target_array(y)
     if len(values) != n_samples:
@@ -138,11 +143,17 @@ def regression_target(y, n_samples, n_folds=2):
     if values.dtype.kind not in "iuf":
         numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(np.isnan(numbers) & ~pd.isna(values))
-        first = values[bad[0]] if bad.size else values[0]
+        if values.dtype.kind in "OSU" and not bad.size:
+            raise DataValidationError(
+                f"y holds numbers stored as text (dtype {values.dtype}, first {str(values[0])!r}): convert it "
+                "with pandas.to_numeric first.")
+        if values.dtype.kind in "OSU":
+            raise DataValidationError(
+                f"A regression target must be numeric; y has {bad.size} value(s) that are not numbers (first "
+                f"{str(values[bad[0]])!r} at position {int(bad[0])}). Fix or drop those rows; for class labels "
+                "use AutoClassifier.")
         raise DataValidationError(
-            f"A regression target must be numeric; y has dtype {values.dtype} and {bad.size or len(values)} "
-            f"value(s) that are not numbers (first: {getattr(first, 'item', lambda: first)()!r}). Convert it "
-            "to numbers, or use AutoClassifier for class labels.")
+            f"A regression target must be numeric; y has dtype {values.dtype}. For class labels use AutoClassifier.")
     values = values.astype(np.float64)
     for problem, mask in (("missing (NaN)", np.isnan(values)), ("infinite", np.isinf(values))):
         if mask.any():
@@ -168,6 +179,12 @@ def _rows_of_classes_seen_twice(values):
     if not single.size:
         return np.ones(len(values), dtype=bool)
     keep = ~np.isin(values, single)
+    if (~keep).mean() > MAX_DROPPED_SHARE and labels.size - single.size >= 2:
+        # Dropping that much is no repair: such a y is an identifier or a measurement, not labels.
+        raise DataValidationError(
+            f"{single.size} of y's {labels.size} classes have a single member ({listing(single.tolist())}), "
+            f"{(~keep).mean():.0%} of the rows: that is not a set of class labels. For a numeric target use "
+            "AutoRegressor (automl fit --task regression); otherwise merge the rare labels.")
     warnings.warn(
         f"Dropped {int((~keep).sum())} row(s) of {single.size} class(es) with a single member "
         f"({listing(single.tolist())}): a class seen once cannot be learnt and scored by cross-validation, "

@@ -107,3 +107,14 @@ def test_fit_task_regression_then_predict_values(regression_csv, capsys, caplog)
     assert len(values) == 10 and values.between(3, 8).all() and values.nunique() > 1
     assert main(["predict", str(out), str(regression_csv / "new.csv"), "--proba"]) == 1
     assert "predicts values, not class probabilities" in caplog.text
+
+
+def test_a_numeric_target_with_a_typo_is_refused_by_task_auto(regression_csv, caplog):
+    frame = pd.read_csv(regression_csv / "many.csv")
+    frame["target"] = frame["target"].astype(str)
+    frame.loc[7, "target"] = "?"
+    frame.to_csv(regression_csv / "typo.csv", index=False)
+    code = main(["fit", str(regression_csv / "typo.csv"), "--target", "target", *ARGS,
+                 "--out", str(regression_csv / "typo_model")])
+    assert code == 1
+    assert "Target 'target' is text, but 399 of its 400 values are numbers; the others: '?' (row 7)" in caplog.text

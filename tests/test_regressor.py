@@ -114,7 +114,8 @@ def test_weighted_ensemble_regressor_averages_its_members():
 
 
 @pytest.mark.parametrize("y, pattern", [
-    (["a", "b"] * 50, r"must be numeric; y has dtype <U1 and 100 value\(s\) that are not numbers \(first: 'a'\)"),
+    (["a", "b"] * 50, r"must be numeric; y has 100 value\(s\) that are not numbers \(first 'a' at position 0\)"),
+    (["1.5", "2"] * 50, r"y holds numbers stored as text \(dtype <U3, first '1.5'\): convert it with pandas"),
     ([True, False] * 50, r"must be numeric; y has dtype bool"),
     ([1.0, np.nan, np.inf, np.nan] * 25, r"y has 50 missing \(NaN\) value\(s\), first at positions \[1, 3, 5"),
     ([1.0, np.inf] * 50, r"y has 50 infinite value\(s\), first at positions \[1, 3, 5, 7, 9\]"),
@@ -160,3 +161,29 @@ def test_nested_cv_scores_the_regressor_and_its_baselines(abalone):
     assert "logreg" not in report.folds.columns
     # The mean predictor is the floor every model must clear on held-out rows.
     assert (report.folds["ensemble"] < report.folds["dummy"]).all()
+
+
+def test_a_family_too_large_for_the_data_is_named(load_shared):
+    X, y = load_shared("kin8nm.csv", "y")  # 8,192 rows; SVR is offered up to 5,000
+    with pytest.raises(ValueError, match="Not searched on 8,192 rows: 'svr' up to 5,000 rows"):
+        AutoRegressor(**dict(TINY, include=["svr"])).fit(X, y)
+    with pytest.warns(UserWarning, match="Not searched on 8,192 rows: 'svr' up to 5,000 rows"):
+        model = AutoRegressor(**dict(TINY, include=["svr", "ridge"], n_trials=1, leak_check="off")).fit(X, y)
+    assert [spec.key for spec in model.components_] == ["ridge"]
+
+
+def test_no_target_leak_is_claimed_on_a_handful_of_rows():
+    # On 3 rows any monotone column has a rank correlation of 1 with y: that is chance, not a leak.
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 0.1, 0.9]})
+    model = AutoRegressor(**dict(TINY, cv=3, leak_check="warn")).fit(X, [1.0, 2.0, 4.0])
+    assert [f for f in model.leak_report_.findings if f.kind == "target_leakage"] == []
+
+
+def test_a_numeric_target_as_labels_is_refused_not_mostly_dropped(abalone):
+    from automl import AutoClassifier
+
+    X, _, y, _ = abalone
+    # Read as text (as a CSV with one bad cell would be): 300 rows, most values seen once.
+    values = (y.iloc[:300] + np.random.default_rng(0).normal(0, 0.01, 300)).round(3).astype(str)
+    with pytest.raises(DataValidationError, match=r"of the rows: that is not a set of class labels\. For a numeric"):
+        AutoClassifier(**dict(TINY, include=["logreg"])).fit(X.iloc[:300], values)
