@@ -121,8 +121,11 @@ def run_fit(args):
     model = _estimator(args, y, storage=args.storage).fit(X, y)
     model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
-    print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
-          f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
+    if model.best_params_:
+        print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
+              f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
+    else:
+        print(f"no trial finished in the budget: saved the fallback model to {args.out}; raise --time-budget")
     if args.report:
         print(f"report: {model.report(args.report)}")
 

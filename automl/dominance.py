@@ -139,8 +139,8 @@ def _dominance_findings(importance, threshold, figures):
         severity = "high" if share[column] > DOMINANT_SHARE_HIGH else "medium"
         findings.append(LeakFinding(str(column), "dominant_feature", severity, evidence, (
             f"Column {column!r} carries {share[column]:.0%} of the model's permutation importance "
-            f"(shuffling it costs {importance[column]:.3f} {figures['metric']}, all other columns "
-            f"together {rest:.3f}): check that it exists at prediction time, before the outcome."
+            f"(shuffling it costs {importance[column]:.3g} {figures['metric']}, all other columns "
+            f"together {rest:.3g}): check that it exists at prediction time, before the outcome."
         )))
     return findings
 

@@ -118,3 +118,18 @@ def test_a_numeric_target_with_a_typo_is_refused_by_task_auto(regression_csv, ca
                  "--out", str(regression_csv / "typo_model")])
     assert code == 1
     assert "Target 'target' is text, but 399 of its 400 values are numbers; the others: '?' (row 7)" in caplog.text
+
+
+def test_fit_says_when_no_trial_finished(csv_files, capsys, monkeypatch):
+    from automl.objective import CVObjective
+
+    def broken(self, trial):
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(CVObjective, "_score", broken)  # trials run in this process at --n-jobs 1
+    with pytest.warns(UserWarning, match="None of 2 started trials finished"):
+        code = main(["fit", str(csv_files / "train.csv"), "--target", "class", "--time-budget", "none",
+                     "--n-trials", "2", "--no-tracking", "--out", str(csv_files / "fallback")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "no trial finished in the budget: saved the fallback model" in out and "nan" not in out
