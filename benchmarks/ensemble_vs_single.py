@@ -13,14 +13,13 @@ wins / ties / losses of the ensemble with a tie under 0.002.
 import argparse
 import warnings
 
-import pandas as pd
 from sklearn.model_selection import train_test_split
 
 from automl import AutoClassifier
 from automl.search_space import rebuild
 from automl.target import widen_proba
 from automl.validation import check_prediction_data, check_training_data
-from heldout import load, score
+from heldout import load, run_grid, score
 
 TIE = 0.002
 
@@ -52,12 +51,7 @@ def main():
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--csv", default=None, help="also write the table here")
     args = parser.parse_args()
-    rows = []
-    for name in args.datasets:
-        for seed in args.seeds:
-            rows.append(run(name, seed, args.time_budget, args.n_jobs))
-            print(pd.DataFrame(rows[-1:]).to_string(index=False, float_format="%.4f"), flush=True)
-    table = pd.DataFrame(rows)
+    table = run_grid(args.datasets, args.seeds, lambda name, seed: run(name, seed, args.time_budget, args.n_jobs))
     sign = table["metric"].map({"roc_auc": 1.0, "log_loss": -1.0})
     gain = sign * (table["ensemble"] - table["best_single"])
     table["outcome"] = ["tie" if abs(g) < TIE else "win" if g > 0 else "loss" for g in gain]

@@ -11,13 +11,12 @@ held-out ROC AUC (binary) or log loss of each, and the seconds each final fit to
 import argparse
 import time
 
-import pandas as pd
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from automl import AutoClassifier
 from automl.validation import check_prediction_data, check_training_data
-from heldout import load, score
+from heldout import load, run_grid, score
 
 
 def run(name, seed, budget, n_jobs):
@@ -47,12 +46,7 @@ def main():
     parser.add_argument("--time-budget", type=float, default=60.0)
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args()
-    rows = []
-    for name in args.datasets:
-        for seed in args.seeds:
-            rows.append(run(name, seed, args.time_budget, args.n_jobs))
-            print(pd.DataFrame(rows[-1:]).to_string(index=False, float_format="%.4f"), flush=True)
-    table = pd.DataFrame(rows)
+    table = run_grid(args.datasets, args.seeds, lambda name, seed: run(name, seed, args.time_budget, args.n_jobs))
     print(table.to_string(index=False, float_format="%.4f"))
     print("\nmean by dataset:\n", table.groupby("dataset")[["refit", "bag"]].mean().to_string(float_format="%.4f"))
     print(f"\nbag better on {(table['bag'] > table['refit']).sum()} of {len(table)} runs")

@@ -31,6 +31,16 @@ def load(name):
     return frame.drop(columns=[row["target"]]), frame[row["target"]]
 
 
+def run_grid(datasets, seeds, run):
+    """``run(name, seed) -> dict`` for every dataset and seed, each row printed as it comes; the table."""
+    rows = []
+    for name in datasets:
+        for seed in seeds:
+            rows.append(run(name, seed))
+            print(pd.DataFrame(rows[-1:]).to_string(index=False, float_format="%.4f"), flush=True)
+    return pd.DataFrame(rows)
+
+
 def score(y_true, proba, classes):
     if len(classes) == 2:
         return roc_auc_score(y_true == classes[1], proba[:, 1])
@@ -89,12 +99,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="automl-bench-")
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir}/mlflow.db")
     os.chdir(workdir)
-    rows = []
-    for name in args.datasets:
-        for seed in args.seeds:
-            rows.append(run(name, seed, args))
-            print(pd.DataFrame(rows[-1:]).to_string(index=False, float_format="%.4f"), flush=True)
-    table = pd.DataFrame(rows)
+    table = run_grid(args.datasets, args.seeds, lambda name, seed: run(name, seed, args))
     print("\n" + table.to_markdown(index=False, floatfmt=".4f") if _has_tabulate() else table.to_string())
     if args.csv:
         table.to_csv(args.csv, mode="a", header=not Path(args.csv).exists(), index=False)
