@@ -75,10 +75,11 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
     >>> [(f.column, f.kind, f.severity) for f in report.findings]
     [('c', 'dominant_feature', 'high')]
     """
-    regression = isinstance(metric, Metric) and metric.task == "regression" or metric in REGRESSION_METRICS
+    if not isinstance(metric, Metric):
+        metric = REGRESSION_METRICS.get(metric) or get_metric(metric, int(np.max(y)) + 1)
+    regression = metric.task == "regression"
     y = np.asarray(y, dtype=float if regression else int)
     n_classes = 0 if regression else int(y.max()) + 1
-    metric = metric if isinstance(metric, Metric) else get_metric(metric, n_classes)
     rng, importances, scores, started = check_random_state(random_state), [], [], time.time()
 
     def scorer(estimator, X_part, y_part):

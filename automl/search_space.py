@@ -251,5 +251,5 @@ def default_pipeline(key, profile, random_state=None):
     """
     from .components import resolve_components
 
-    specs = resolve_components(include=[key], task="regression" if profile.task == "regression" else "classification")
+    specs = resolve_components(include=[key], profile=profile)  # the profile picks the task's registry
     return rebuild(portfolio(specs)[0], profile, specs, random_state)

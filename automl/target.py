@@ -9,8 +9,8 @@ Classification:
 - A class with fewer members than the CV folds is kept, with a warning (some folds score none of it);
   only when every class is that rare is it an error.
 
-Regression: the values must be numbers (bools, strings and categories are refused), with none
-missing or infinite; the errors count them.
+Regression: the values must be numbers (bools, text and categories of text are refused; numbers
+stored as text get their own error), with none missing or infinite; the errors count them.
 """
 
 import warnings
