@@ -70,6 +70,9 @@ ATTRIBUTES_DOC = """
         ``trial, family, state, mean, std, folds, seconds, weight, params, note``; best first.
     ensemble_ : WeightedEnsembleClassifier or WeightedEnsembleRegressor
         The fitted ensemble (the classifier's on encoded labels).
+    ensemble_candidates_ : ndarray of int of shape (n_candidates,)
+        Trial numbers whose OOF predictions made up the hillclimb set of ensemble selection: the
+        complete trials of this search, from every worker that joined it.
     best_params_ : dict
         Parameters of the best complete trial.
     best_score_ : float

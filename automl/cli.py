@@ -2,7 +2,9 @@
 
 ``automl fit data.csv --target col --time-budget 60 --out DIR`` (``--task regression`` for a numeric
 target; inferred when left out), ``automl predict DIR new.csv``,
-``automl evaluate data.csv --target col --outer-cv 3`` (nested CV) and ``automl report RUN_ID``.
+``automl evaluate data.csv --target col --outer-cv 3`` (nested CV), ``automl report RUN_ID``, ``automl retrain``
+and ``automl worker --storage URL --study NAME --data data.csv`` (joins a fit's search from another process
+or machine).
 Each subcommand has ``add_parser(subparsers)`` and ``run(args)``; the logic lives in the library.
 Exit codes: 0 success, 1 failure (the error is logged to stderr), 2 bad arguments (argparse).
 """
@@ -105,7 +107,13 @@ def _read_training(args):
 def add_fit_parser(subparsers):
     p = subparsers.add_parser("fit", help="search, ensemble and save a model")
     _add_search_arguments(p)
-    p.add_argument("--storage", default=None, help="Optuna storage URL or journal path")
+    p.add_argument("--storage", default=None,
+                   help="Optuna storage URL (postgresql://..., sqlite:///...) or journal path; workers started "
+                        "with 'automl worker' on the same storage and --study join the search")
+    p.add_argument("--study", default=None, help="study name in --storage (default: automl)")
+    p.add_argument("--oof-dir", default=None,
+                   help="folder for the trials' OOF predictions; on a shared file system for workers of other "
+                        "machines (default: a temporary folder, seen by workers of this machine)")
     p.add_argument("--out", required=True, help="folder to save the model in (an MLflow model)")
     p.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
     p.add_argument("--report", default=None, help="also write the HTML report (and its JSON) here")
@@ -118,7 +126,7 @@ def run_fit(args):
     out = Path(args.out)
     refuse_non_empty(out, args.overwrite)  # before the search, not after it
     X, y = _read_training(args)
-    model = _estimator(args, y, storage=args.storage).fit(X, y)
+    model = _estimator(args, y, storage=args.storage, study_name=args.study, oof_dir=args.oof_dir).fit(X, y)
     model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     if model.best_params_:
@@ -200,6 +208,41 @@ def run_evaluate(args):
         print(f"report: {model.report(args.report, nested_cv=report)}")
 
 
+def add_worker_parser(subparsers):
+    p = subparsers.add_parser(
+        "worker", help="join a running search (started by 'automl fit --storage URL --study NAME') and run trials",
+        description="Waits for the fit to publish its search, checks that --data is the fit's data, then runs "
+                    "trials of the shared study until the search's deadline or trial cap, --time-budget, or the "
+                    "fit closing the search. Its trials reach the fit's ensemble and MLflow parent run.")
+    p.add_argument("--storage", required=True, help="the fit's Optuna storage URL (or journal path)")
+    p.add_argument("--study", required=True, help="the fit's study name")
+    p.add_argument("--data", required=True, help="the CSV or Parquet file the fit was given")
+    p.add_argument("--target", default=None, help="target column (default: the one the fit published)")
+    p.add_argument("--time-budget", type=_budget, default=None,
+                   help="wall seconds this worker works at most (default: until the search ends)")
+    p.add_argument("--n-jobs", type=int, default=1, help="worker processes on this machine")
+    p.add_argument("--oof-dir", default=None, help="where this machine sees the fit's OOF folder, if elsewhere")
+    p.add_argument("--tracking-uri", default=None, help="MLflow URI for trial runs (default: the fit's)")
+    p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the fit (default 300)")
+    p.set_defaults(run=run_worker)
+
+
+def run_worker(args):
+    from .search import open_storage
+    from .worker import SharedSearch
+    from .worker import run_worker as join_search
+
+    storage = open_storage(args.storage, workdir=None)
+    target = args.target or SharedSearch.wait_for(storage, args.study, args.wait).target
+    if target is None:
+        raise ValueError(f"The fit of study {args.study!r} did not name its target column: pass --target.")
+    args.target = target
+    X, y = _read_training(args)
+    result = join_search(X, y, storage=storage, study_name=args.study, time_budget=args.time_budget,
+                         n_jobs=args.n_jobs, oof_dir=args.oof_dir, tracking_uri=args.tracking_uri, wait=args.wait)
+    print(result.line())
+
+
 def add_report_parser(subparsers):
     p = subparsers.add_parser("report", help="write the HTML report of a tracked fit from its MLflow run")
     p.add_argument("run_id", help="the fit's MLflow parent run id (mlflow_run_id_)")
@@ -251,7 +294,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="automl", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(required=True, dest="command")
     for add_parser in (add_fit_parser, add_predict_parser, add_evaluate_parser, add_report_parser,
-                       add_retrain_parser):
+                       add_retrain_parser, add_worker_parser):
         add_parser(subparsers)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -26,21 +27,31 @@ from .dominance import check_in_time
 from .ensemble import build_ensemble, fit_fallback, use_fallback
 from .leakage import LeakageReport, check_before_search
 from .mlflow_model import input_example
-from .objective import CVObjective, search_key
+from .objective import search_key
 from .persistence import package_versions
 from .persistence import save as save_model
 from .report import report_artifacts, report_data, write_model_report
 from .scoring import get_metric
-from .search import (
-    ProgressLine, in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study,
-    run_search,
-)
+from .search import ProgressLine, count_started, in_memory_copy, leaderboard, open_storage, prepare_study, run_search
 from .search_space import portfolio, rebuild
 from .target import class_counts_of, training_classes, widen_proba
 from .tracking import make_tracker
 from .validation import check_prediction_data, check_training_data
+from .worker import SharedSearch
 
 logger = logging.getLogger(__name__)
+
+
+class _Setup(NamedTuple):
+    """What one search is made of, as :meth:`_AutoMLBase._prepare` returns it."""
+
+    X: object  # validated DataFrame of shape (n_samples, n_features)
+    y: np.ndarray  # encoded target of shape (n_samples,)
+    folds: list  # (train_index, test_index) pairs shared by every trial
+    specs: list  # ComponentSpecs on offer
+    metric: object  # scoring.Metric
+    seed: int
+    profile: object  # validation.DatasetProfile
 
 # Share of the time budget kept back for ensemble selection and the final fit of the members.
 FINAL_STAGE_SHARE = 0.15
@@ -129,18 +140,8 @@ class _AutoMLBase(BaseEstimator):
             If every trial failed and the fallback model could not be fit either.
         """
         started = time.time()
-        self._check_params()
-        X_clean, y_enc, _, self.profile_ = check_training_data(X, y, n_folds=self._n_folds(), task=self._task)
-        self._set_target(y)
-        self._set_input_features(X)
+        X_clean, y_enc, folds, specs, metric, seed, _ = setup = self._prepare(X, y)
         deadline, final = self._deadlines(started)
-        metric = get_metric(self.metric, self.profile_.n_classes)
-        specs = resolve_components(self.include, self.components, self.profile_)
-        seed = self.random_state_ = (
-            self.random_state if self.random_state is not None else int(np.random.default_rng().integers(2**31 - 1)))
-        self.components_ = specs
-        folds = self._make_folds(X_clean, y_enc, seed)
-        self.search_key_ = search_key(self.profile_.fingerprint, folds, metric.name)
         self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
@@ -149,7 +150,7 @@ class _AutoMLBase(BaseEstimator):
         try:
             fallback = fit_fallback(X_clean, y_enc, self.profile_, seed)
             with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
-                result = self._search(X_clean, y_enc, folds, specs, metric, seed, final, tracker, workdir)
+                result = self._search(setup, final, tracker, workdir, target_name=getattr(y, "name", None))
             ensemble_started = time.time()
             self.ensemble_, weights, hillclimb = self._fit_ensemble(result, X_clean, y_enc, folds, specs,
                                                                     metric, seed, fallback, final)
@@ -169,6 +170,28 @@ class _AutoMLBase(BaseEstimator):
         self.timings_["tracking"] = tracker.seconds + result.callback_seconds
         self.timings_["total"] = time.time() - started
         return self
+
+    def _prepare(self, X, y):
+        """Validate and set what a search is made of; a joining worker (:mod:`automl.worker`) calls it too.
+
+        Sets ``profile_``, the target attributes, ``random_state_``, ``components_``, ``search_key_``.
+
+        Returns
+        -------
+        setup : _Setup
+            ``(X, y, folds, specs, metric, seed, profile)``: clean data, encoded target, the shared folds.
+        """
+        self._check_params()
+        X_clean, y_enc, _, self.profile_ = check_training_data(X, y, n_folds=self._n_folds(), task=self._task)
+        self._set_target(y)
+        self._set_input_features(X)
+        metric = get_metric(self.metric, self.profile_.n_classes)
+        specs = self.components_ = resolve_components(self.include, self.components, self.profile_)
+        seed = self.random_state_ = (
+            self.random_state if self.random_state is not None else int(np.random.default_rng().integers(2**31 - 1)))
+        folds = self._make_folds(X_clean, y_enc, seed)
+        self.search_key_ = search_key(self.profile_.fingerprint, folds, metric.name)
+        return _Setup(X_clean, y_enc, folds, specs, metric, seed, self.profile_)
 
     def _check_model(self, X, y, folds, metric, seed, deadline):
         """Model-level leak check on the best single pipeline (one refit per fold, not per member)."""
@@ -266,26 +289,28 @@ class _AutoMLBase(BaseEstimator):
         if columns is not None and all(isinstance(c, str) for c in columns):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
 
-    def _search(self, X, y, folds, specs, metric, seed, deadline, tracker, workdir):
+    def _search(self, setup, deadline, tracker, workdir, target_name=None):
         storage = open_storage(self.storage, workdir)
         study_name = self.study_name or "automl"
-        n_brackets = int(np.floor(np.log(len(folds)) / np.log(3))) + 1 if self.pruning else 1
-        sampler = make_sampler(self.sampler, seed, self._n_startup_trials(n_brackets))
-        prepare_study(storage, study_name, metric.direction, portfolio(specs))
+        prepare_study(storage, study_name, setup.metric.direction, portfolio(setup.specs))
         oof_dir = workdir if self.oof_dir is None else os.path.join(self.oof_dir, study_name)
         os.makedirs(oof_dir, exist_ok=True)
         search_deadline = None if deadline is None else deadline - FINAL_STAGE_SHARE * self.time_budget
-        objective = CVObjective(X, y, folds, self.profile_, specs, metric, oof_dir, search_deadline, seed,
-                                search_key=self.search_key_)
+        max_trials = None if self.n_trials is None else count_started(storage, study_name) + self.n_trials
+        shared = SharedSearch.of(self, setup, storage, oof_dir, search_deadline, max_trials, tracker, target_name)
+        shared.publish(storage, study_name)  # from here on, `automl worker` processes may join
         callbacks = [tracker.trial_logger(), ProgressLine(search_deadline) if self.verbose else None]
-        result = run_search(
-            objective, storage=storage, study_name=study_name, sampler=sampler,
-            pruner=make_pruner(self.pruning, len(folds)), n_trials=self.n_trials, deadline=search_deadline,
-            n_jobs=self.n_jobs, callbacks=[c for c in callbacks if c is not None], oof_dir=oof_dir,
-            search_key=self.search_key_,
-            # A fold still running at the search deadline may finish within 5% of the budget.
-            grace=5.0 if self.time_budget is None else min(5.0, 0.05 * self.time_budget),
-        )
+        try:
+            result = run_search(
+                shared.objective(setup, oof_dir, search_deadline), storage=storage, study_name=study_name,
+                sampler=shared.sampler(), pruner=shared.pruner(), max_trials=max_trials,
+                deadline=search_deadline, n_jobs=self.n_jobs, callbacks=[c for c in callbacks if c is not None],
+                oof_dir=oof_dir, search_key=self.search_key_,
+                # A fold still running at the search deadline may finish within 5% of the budget.
+                grace=5.0 if self.time_budget is None else min(5.0, 0.05 * self.time_budget),
+            )
+        finally:
+            SharedSearch.close(storage, study_name)
         if self.storage is None:  # the default journal is in the temporary workdir, gone after fit
             result.study = in_memory_copy(storage, study_name)
         return result
@@ -307,6 +332,7 @@ class _AutoMLBase(BaseEstimator):
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
+        self.ensemble_candidates_ = np.array(sorted(result.oof), dtype=int)
         self.ensemble_score_, self.best_single_oof_score_ = hillclimb
         self.leaderboard_ = leaderboard(result.study, weights, self.search_key_)
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]

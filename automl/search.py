@@ -8,10 +8,13 @@ deadline and marks the trials they left running as failed.
 """
 
 import concurrent.futures
+import importlib.util
 import logging
 import os
+import socket
 import sys
 import time
+import uuid
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +31,10 @@ from .objective import oof_path
 logger = logging.getLogger(__name__)
 # States of the trials a search has started (WAITING ones are only enqueued).
 _STARTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
+# A trial on an RDB storage writes a heartbeat this often (seconds); one silent for HEARTBEAT_GRACE
+# seconds belongs to a dead worker and is marked failed by the next worker to start a trial.
+HEARTBEAT_INTERVAL = 10
+HEARTBEAT_GRACE = 30
 
 
 def make_sampler(kind="tpe", seed=None, n_startup_trials=10):
@@ -82,26 +89,54 @@ def make_pruner(pruning, n_folds):
     return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=n_folds, reduction_factor=3)
 
 
-def open_storage(storage, workdir):
+def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRACE)):
     """The study's storage: a local journal file by default, else what the user named.
 
     Parameters
     ----------
     storage : str, optuna.storages.BaseStorage or None
         None: a journal file in ``workdir`` (safe for several processes on one machine). A string
-        with ``://`` is an RDB URL (``sqlite:///...``, ``postgresql://...``); a string ending in
-        ``.journal`` or ``.log`` is a journal file path; a storage object is used as is.
+        with ``://`` is an RDB URL (``sqlite:///...``, ``postgresql://...``), opened with heartbeats
+        so that a trial of a killed worker is marked failed (Optuna's ``RDBStorage``); a string
+        ending in ``.journal`` or ``.log`` is a journal file path; a storage object is used as is.
+        ``postgresql://`` without a driver name means psycopg 3 when psycopg2 is not installed
+        (the ``postgres`` extra installs psycopg 3).
     workdir : path-like
+    heartbeat : (int, int), default=(HEARTBEAT_INTERVAL, HEARTBEAT_GRACE)
+        Seconds between heartbeats and seconds of silence after which a running trial is stale.
 
     Returns
     -------
-    storage : str or optuna.storages.BaseStorage
+    storage : optuna.storages.BaseStorage
     """
     if storage is None:
         storage = os.path.join(workdir, "study.journal")
-    if isinstance(storage, (str, os.PathLike)) and "://" not in str(storage):
+    if not isinstance(storage, (str, os.PathLike)):
+        return storage
+    if "://" not in str(storage):
         return JournalStorage(JournalFileBackend(str(storage)))
-    return storage
+    interval, grace = heartbeat
+    with warnings.catch_warnings():
+        # Heartbeats are marked experimental since Optuna 2.9 and are how it detects a dead worker.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(_with_driver(str(storage)), heartbeat_interval=interval,
+                                          grace_period=grace)
+
+
+def _with_driver(url):
+    # SQLAlchemy reads a bare postgresql:// as psycopg2, which we do not install; psycopg 3 is ours.
+    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None:
+        return "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def heartbeat_of(storage):
+    """``(interval, grace)`` seconds of a storage's heartbeat, or None when it has none (journal, memory)."""
+    rdb = getattr(storage, "_backend", storage)  # Optuna wraps an RDBStorage in a cache
+    interval = getattr(rdb, "heartbeat_interval", None)
+    if interval is None:
+        return None
+    return interval, rdb.grace_period or 2 * interval  # Optuna's default grace
 
 
 @dataclass
@@ -120,6 +155,8 @@ class SearchResult:
     callback_seconds : float
         Wall seconds spent inside callbacks that count their own time (``.seconds``, as the MLflow
         trial logger does), summed over the workers that ended normally.
+    launch : str
+        Id of this search's launch, the user attribute ``launch`` of every trial its workers ran.
     """
 
     study: optuna.Study
@@ -127,10 +164,11 @@ class SearchResult:
     seconds: float
     killed: int
     callback_seconds: float
+    launch: str = ""
 
 
-def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, deadline=None,
-               n_jobs=1, callbacks=(), oof_dir=None, search_key=None, grace=5.0):
+def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, max_trials=None, deadline=None,
+               n_jobs=1, callbacks=(), oof_dir=None, search_key=None, grace=5.0, wait_for_others=True):
     """Run trials of a study in ``n_jobs`` processes until ``n_trials`` or ``deadline``.
 
     Parameters
@@ -146,6 +184,9 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
     n_trials : int or None
         Total trials of this search across workers (Optuna's ``MaxTrialsCallback``); trials of an
         earlier search of the study and enqueued trials still waiting do not count.
+    max_trials : int or None
+        Instead of ``n_trials``: stop once the study holds this many started trials, counted the
+        same way by every process that shares the search.
     deadline : float or None
         Epoch seconds after which no trial starts; workers still busy ``grace`` seconds later are
         stopped and their running trials marked failed.
@@ -160,43 +201,83 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
         earlier search of the study may have scored other rows); None loads every one found.
     grace : float, default=5.0
         Seconds past ``deadline`` before busy workers are stopped.
+    wait_for_others : bool, default=True
+        After this call's workers end, wait for trials that workers of other processes or machines
+        (``automl worker``) are still running: see :func:`wait_for_running`. A joining worker
+        passes False.
 
     Returns
     -------
     result : SearchResult
+        ``killed`` counts the trials marked failed: still running at the deadline, or left by a
+        worker that died.
     """
     started = time.time()
     callbacks = list(callbacks)
     if n_trials:
         # Enqueued trials wait in the study as WAITING and a continued study holds earlier trials:
         # count only the trials this search starts.
-        study = optuna.load_study(study_name=study_name, storage=storage)
-        before = len(study.get_trials(deepcopy=False, states=_STARTED))
-        callbacks.append(optuna.study.MaxTrialsCallback(before + n_trials, states=_STARTED))
+        max_trials = count_started(storage, study_name) + n_trials
+    if max_trials:
+        callbacks.append(optuna.study.MaxTrialsCallback(max_trials, states=_STARTED))
+    launch = uuid.uuid4().hex
     if n_jobs == 1 and deadline is None:
-        callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, None)]
+        callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, None, launch)]
         killed = 0
     else:
-        threads = max(1, (os.cpu_count() or 1) // n_jobs)
+        threads = _threads_per_worker(n_jobs)
         tasks = [
-            (study_name, storage, sampler, pruner, objective, callbacks, deadline, i, threads)
+            (study_name, storage, sampler, pruner, objective, callbacks, deadline, i, threads, launch)
             for i in range(n_jobs)
         ]
-        callback_seconds, killed = _run_in_processes(tasks, storage, study_name, deadline, grace)
+        callback_seconds, killed = _run_in_processes(tasks, storage, study_name, deadline, grace, launch)
+    if wait_for_others:
+        killed += wait_for_running(storage, study_name, None if deadline is None else deadline + grace)
     study = optuna.load_study(study_name=study_name, storage=storage)
+    return SearchResult(study=study, oof=load_oof(study, oof_dir, search_key), seconds=time.time() - started,
+                        killed=killed, callback_seconds=float(sum(callback_seconds)), launch=launch)
+
+
+def _threads_per_worker(n_jobs):
+    """Threads of each worker's fits: the cores shared out, or OMP_NUM_THREADS when the user set it.
+
+    Workers of other processes on this machine (``automl worker``) are unknown here: run them with
+    OMP_NUM_THREADS=1 so that OpenMP fits (HistGradientBoosting, LightGBM) do not oversubscribe the cores.
+    """
+    told = os.environ.get("OMP_NUM_THREADS", "")
+    if told.isdigit() and int(told) > 0:
+        return int(told)
+    return max(1, (os.cpu_count() or 1) // n_jobs)
+
+
+def count_started(storage, study_name):
+    """Trials of the study that have started (complete, pruned, failed or running)."""
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    return len(study.get_trials(deepcopy=False, states=_STARTED))
+
+
+def load_oof(study, oof_dir, search_key=None):
+    """OOF arrays of the study's complete trials (with ``search_key``), by trial number.
+
+    A complete trial whose file is missing (a worker writing to another folder) is named in a warning.
+    """
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if search_key is not None:
         complete = [t for t in complete if t.user_attrs.get("search_key") == search_key]
-    oof = {
-        t.number: np.load(oof_path(oof_dir, t.number))
-        for t in complete
-        if oof_dir is not None and oof_path(oof_dir, t.number).exists()
-    }
-    return SearchResult(study=study, oof=oof, seconds=time.time() - started, killed=killed,
-                        callback_seconds=float(sum(callback_seconds)))
+    if oof_dir is None:
+        return {}
+    oof = {t.number: np.load(oof_path(oof_dir, t.number)) for t in complete if oof_path(oof_dir, t.number).exists()}
+    missing = [t for t in complete if t.number not in oof]
+    if missing:
+        logger.warning(
+            "%d complete trial(s) have no OOF file in %s and cannot join the ensemble: trial(s) %s, run by %s. "
+            "Workers on other machines need oof_dir on a shared file system.", len(missing), oof_dir,
+            ", ".join(str(t.number) for t in missing[:10]),
+            ", ".join(sorted({str(t.user_attrs.get("worker", "?")) for t in missing})))
+    return oof
 
 
-def _run_in_processes(tasks, storage, study_name, deadline, grace):
+def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
     """Run each task's ``_work`` in its own process; kill the workers still busy at deadline + grace."""
     timeout = None if deadline is None else max(1.0, deadline - time.time() + grace)
     # One clock for all workers. (joblib's Parallel timeout restarts for each task it waits on, so
@@ -210,26 +291,83 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace):
     if busy:
         executor.shutdown(wait=True, kill_workers=True)
         logger.warning("Stopped %d search worker(s) %.0f s after the search deadline.", len(busy), grace)
-        killed = fail_running(storage, study_name)
+        killed = fail_running(storage, study_name, launch)
     return [future.result() for future in done], killed
 
 
-def fail_running(storage, study_name):
+def fail_running(storage, study_name, launch=None, reason="stopped at the time budget"):
     """Mark trials left RUNNING by a stopped (or killed) worker as failed, with the reason; return their count.
 
     Parameters
     ----------
     storage : str or optuna.storages.BaseStorage
     study_name : str
+    launch : str or None
+        Only trials started by the :func:`run_search` call with this id (user attribute ``launch``):
+        workers of other processes sharing the study are not ours to stop. None: every running trial.
+    reason : str
+        Stored as the trial's user attribute ``error``.
     """
     storage = optuna.storages.get_storage(storage)
     study = optuna.load_study(study_name=study_name, storage=storage)
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    running = [t for t in running if launch is None or t.user_attrs.get("launch") == launch]
     for trial in running:
-        # The storage API addresses trials by their internal id; FrozenTrial keeps it as _trial_id.
-        storage.set_trial_user_attr(trial._trial_id, "error", "stopped at the time budget")
-        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        try:
+            # The storage API addresses trials by their internal id; FrozenTrial keeps it as _trial_id.
+            storage.set_trial_user_attr(trial._trial_id, "error", reason)
+            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # it finished meanwhile: nothing to mark
     return len(running)
+
+
+def wait_for_running(storage, study_name, until=None, poll=0.5):
+    """Wait until no trial of the study is running; mark failed those of dead workers; return their count.
+
+    A worker on another machine is dead when its trial's heartbeat is older than the storage's grace
+    period (RDB storages, :func:`optuna.storages.fail_stale_trials`); a worker on this machine when
+    its process is gone (the only test a journal file has). At ``until`` (epoch seconds) the trials
+    still running are marked failed.
+    """
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    failed = 0
+    while True:
+        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        if not running:
+            return failed
+        if until is not None and time.time() > until:
+            return failed + fail_running(storage, study_name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        for trial in running:
+            if not _worker_alive(trial.user_attrs.get("worker")):
+                failed += _fail_one(study, trial, f"worker {trial.user_attrs['worker']} died")
+        time.sleep(poll)
+
+
+def _fail_one(study, trial, reason):
+    try:
+        study._storage.set_trial_user_attr(trial._trial_id, "error", reason)
+        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        return 1
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return 0
+
+
+def _worker_alive(worker):
+    """False only for a worker of this machine whose process is gone; other machines' are left to heartbeats."""
+    host, _, pid = str(worker).rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def prepare_study(storage, study_name, direction, configs):
@@ -269,7 +407,7 @@ def quiet_optuna():
         optuna.logging.set_verbosity(verbosity)
 
 
-def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads):
+def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads, launch=None):
     if index > 0:
         sampler.reseed_rng()
     timeout = None if deadline is None else deadline - time.time()
@@ -278,8 +416,26 @@ def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, 
         with quiet_optuna(), threadpool_limits(limits=threads):
             study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler, pruner=pruner)
             orphaned = _StopWhenOrphaned(os.getppid())
-            study.optimize(objective, timeout=timeout, catch=(Exception,), callbacks=[*callbacks, orphaned])
+            study.optimize(_Signed(objective, launch), timeout=timeout, catch=(Exception,),
+                           callbacks=[*callbacks, orphaned])
     return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
+
+
+class _Signed:
+    """The objective, with each trial signed by the worker that runs it (``host:pid``) and its launch.
+
+    The signature tells a dead worker's trial from a live one (:func:`wait_for_running`) and which
+    trials a search may stop (:func:`fail_running`); MLflow shows it as the trial run's ``worker`` tag.
+    """
+
+    def __init__(self, objective, launch):
+        self.objective, self.launch = objective, launch
+
+    def __call__(self, trial):
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        if self.launch is not None:
+            trial.set_user_attr("launch", self.launch)
+        return self.objective(trial)
 
 
 class _StopWhenOrphaned:
@@ -376,4 +532,7 @@ def _note(trial, folds):
     if trial.state == TrialState.PRUNED:
         by = "the time budget" if trial.user_attrs.get("stopped") else "Hyperband"
         return f"stopped by {by} after {folds} fold(s)"
+    if trial.state == TrialState.FAIL and "error" not in trial.user_attrs:
+        # Optuna fails a trial whose heartbeat stopped without a word: its worker was killed or lost.
+        return "its worker stopped sending heartbeats (killed or cut off)"
     return trial.user_attrs.get("error", "")

@@ -15,7 +15,8 @@ from automl.components import resolve_components
 from automl.objective import CVObjective
 from automl.scoring import get_metric
 from automl.search import (
-    ProgressLine, leaderboard, make_pruner, make_sampler, open_storage, run_search,
+    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, ProgressLine, heartbeat_of, leaderboard, make_pruner, make_sampler,
+    open_storage, run_search,
 )
 from automl.search_space import portfolio
 
@@ -273,7 +274,12 @@ def test_open_storage(tmp_path):
     assert isinstance(open_storage(str(tmp_path / "other.journal"), tmp_path), JournalStorage)
     assert isinstance(open_storage(tmp_path / "third.log", tmp_path), JournalStorage)
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    assert open_storage(url, tmp_path) == url
+    rdb = open_storage(url, tmp_path)
+    # An RDB URL gets heartbeats, so that the trial of a killed worker is marked failed.
+    assert isinstance(rdb, optuna.storages.RDBStorage) and rdb.url == url
+    assert heartbeat_of(rdb) == (HEARTBEAT_INTERVAL, HEARTBEAT_GRACE)
+    assert heartbeat_of(open_storage(url, tmp_path, heartbeat=(2, 7))) == (2, 7)
+    assert heartbeat_of(default) is None
     memory = optuna.storages.InMemoryStorage()
     assert open_storage(memory, tmp_path) is memory
 

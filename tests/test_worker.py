@@ -1,0 +1,247 @@
+"""Scale-out: `automl worker` processes join a fit's search through the PostgreSQL this machine starts.
+
+The PostgreSQL on 127.0.0.1 (trust auth, database ``test``) is real; so are the worker processes (the CLI,
+as users start it), the SIGKILL, and the MLflow server. Each test uses its own study names and removes them.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import mlflow
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from optuna.trial import TrialState
+
+from automl import AutoClassifier
+from automl.exceptions import DataValidationError
+from automl.search import _worker_alive, open_storage, wait_for_running
+from automl.worker import SEARCH_ATTR, SharedSearch, run_worker
+
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # bare: open_storage picks psycopg 3
+# A short heartbeat so that a killed worker's trial is failed within seconds, not the default 30.
+HEARTBEAT = dict(heartbeat_interval=1, grace_period=4)
+FIT = dict(time_budget=None, cv=3, random_state=0, verbose=0, leak_check="off", n_jobs=1)
+
+
+@pytest.fixture
+def postgres():
+    """``new_study_name()`` -> a unique name; every study made through it is deleted afterwards."""
+    names = []
+
+    def new_study_name(prefix="t"):
+        names.append(f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        return names[-1]
+
+    yield new_study_name
+    storage = open_storage(POSTGRES_URL, None)
+    for name in names:
+        try:
+            optuna.delete_study(study_name=name, storage=storage)
+        except KeyError:
+            pass
+    storage.remove_session()
+    storage.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def credit_csv(shared_data):
+    return shared_data / "credit-g.csv"
+
+
+def _credit(path):
+    frame = pd.read_csv(path)  # as `automl worker` reads it
+    return frame.drop(columns=["class"]), frame["class"]
+
+
+def start_worker(csv, study, log, *extra):
+    command = [sys.executable, "-m", "automl.cli", "worker", "--storage", POSTGRES_URL, "--study", study,
+               "--data", str(csv), "--wait", "120", *extra]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(command, stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env)
+
+
+def finish(workers, timeout=120):
+    outputs = []
+    for process, log in workers:
+        process.wait(timeout=timeout)
+        outputs.append((process.returncode, open(log).read()))
+    return outputs
+
+
+def _rdb(**heartbeat):
+    return open_storage(POSTGRES_URL, None, heartbeat=(heartbeat["heartbeat_interval"], heartbeat["grace_period"]))
+
+
+def _trials(study_name, states=None):
+    return optuna.load_study(study_name=study_name, storage=_rdb(**HEARTBEAT)).get_trials(states=states)
+
+
+def _pid_of(trial):
+    return int(trial.user_attrs["worker"].rpartition(":")[2])
+
+
+def test_three_workers_share_one_search_and_the_ensemble_sees_all_their_trials(
+        postgres, credit_csv, mlflow_server, tmp_path):
+    study = postgres("three")
+    workers = [(start_worker(credit_csv, study, tmp_path / f"w{i}.log"), tmp_path / f"w{i}.log") for i in range(3)]
+    X, y = _credit(credit_csv)
+    model = AutoClassifier(**FIT, n_trials=30, include=["logreg", "hgb", "rf"], storage=_rdb(**HEARTBEAT),
+                           study_name=study, oof_dir=str(tmp_path / "oof"), tracking_uri=mlflow_server,
+                           experiment_name=f"workers-{study}").fit(X, y)
+    outputs = finish(workers)
+    assert [code for code, _ in outputs] == [0, 0, 0], outputs
+
+    trials = _trials(study)
+    assert len(trials) == 30 and all(t.state.is_finished() for t in trials)
+    ran_by = {_pid_of(t) for t in trials}
+    worker_pids = {process.pid for process, _ in workers}
+    assert worker_pids <= ran_by, f"every worker ran trials: {ran_by} vs {worker_pids}"
+    for (code, log), (process, _) in zip(outputs, workers):
+        # The worker's own summary line counts what it ran.
+        mine = [t for t in trials if _pid_of(t) == process.pid]
+        assert f"worker {socket.gethostname()}:{process.pid} of study '{study}'" in log
+        assert sum(int(n) for n in _counts(log).values()) == len(mine)
+
+    complete = {t.number for t in trials if t.state == TrialState.COMPLETE}
+    assert set(model.ensemble_candidates_) == complete  # the union of every worker's complete trials
+    assert {_pid_of(t) for t in trials if t.number in complete} & worker_pids
+    assert sorted(p.name for p in (tmp_path / "oof" / study).iterdir()) == sorted(
+        f"trial_{n}.npy" for n in complete)
+    assert set(model.leaderboard_["trial"]) == {t.number for t in trials}
+
+    # MLflow: one parent run, a child run per finished trial from every process, tagged with its worker.
+    client = mlflow.MlflowClient(mlflow_server)
+    runs = client.search_runs([client.get_experiment_by_name(f"workers-{study}").experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == model.mlflow_run_id_]
+    assert [r.info.run_id for r in parents] == [model.mlflow_run_id_]
+    assert len(children) == 30
+    assert {int(r.data.tags["worker"].rpartition(":")[2]) for r in children} == ran_by
+
+
+def _counts(log):
+    line = [x for x in log.splitlines() if x.startswith("worker ")][-1]
+    done = line.split(": ", 1)[1].rsplit(" in ", 1)[0]
+    return {} if done == "no trials" else {part.split()[1]: part.split()[0] for part in done.split(", ")}
+
+
+def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(postgres, credit_csv, tmp_path,
+                                                                            monkeypatch):
+    study = postgres("kill")
+    victim_log, other_log = tmp_path / "victim.log", tmp_path / "other.log"
+    victim = start_worker(credit_csv, study, victim_log)
+    other = start_worker(credit_csv, study, other_log)
+    X, y = _credit(credit_csv)
+    killed = {}
+
+    class KillVictimMidTrial:
+        """Runs in the fit after each of its own trials: SIGKILLs the victim once it is inside a trial."""
+
+        def __call__(self, study_, trial):
+            if killed:
+                return
+            for t in study_.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                if t.user_attrs.get("worker", "").endswith(f":{victim.pid}"):
+                    os.kill(victim.pid, signal.SIGKILL)
+                    killed.update(number=t.number, at=time.time())
+                    return
+
+    estimator = AutoClassifier(**FIT, n_trials=24, include=["rf"], storage=_rdb(**HEARTBEAT), study_name=study,
+                               oof_dir=str(tmp_path / "oof"), tracking=False)
+    # The fit runs its trials in this process (n_jobs=1, no clock): its progress-line slot runs our callback.
+    monkeypatch.setattr("automl.estimator.ProgressLine", lambda deadline: KillVictimMidTrial())
+    started = time.time()
+    model = estimator.set_params(verbose=1).fit(X, y)
+    victim.wait(timeout=10)
+    [(code, log)] = finish([(other, other_log)])
+
+    assert killed, "the victim was never seen inside a trial"
+    assert victim.returncode == -signal.SIGKILL and code == 0, log
+    trials = {t.number: t for t in _trials(study)}
+    dead = trials[killed["number"]]
+    assert dead.state == TrialState.FAIL  # failed by its missing heartbeat, not left RUNNING
+    assert "worker" in model.leaderboard_.set_index("trial").loc[killed["number"], "note"]
+    assert len(trials) == 24 and not [t for t in trials.values() if t.state == TrialState.RUNNING]
+    # The other worker kept going after the kill, and nothing finished was lost: every complete
+    # trial, the victim's earlier ones included, is an ensemble candidate.
+    assert [t for t in trials.values() if _pid_of(t) == other.pid and t.datetime_start.timestamp() > killed["at"]]
+    complete = {n for n, t in trials.items() if t.state == TrialState.COMPLETE}
+    assert set(model.ensemble_candidates_) == complete
+    # It waited about the grace period for the dead trial, not for ever.
+    assert time.time() - started < 110
+
+
+def test_two_studies_side_by_side_do_not_mix(postgres, credit_csv, tmp_path, shared_data):
+    first, second = postgres("a"), postgres("b")
+    titanic = shared_data / "titanic.csv"
+    workers = [(start_worker(credit_csv, first, tmp_path / "a.log"), tmp_path / "a.log"),
+               (start_worker(titanic, second, tmp_path / "b.log"), tmp_path / "b.log")]
+    other_fit = subprocess.Popen(
+        [sys.executable, "-m", "automl.cli", "fit", str(titanic), "--target", "Survived", "--storage", POSTGRES_URL,
+         "--study", second, "--time-budget", "none", "--n-trials", "12", "--cv", "3", "--include", "logreg,hgb",
+         "--random-state", "1", "--no-tracking", "--oof-dir", str(tmp_path / "oof"), "--out", str(tmp_path / "m2")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    X, y = _credit(credit_csv)
+    model = AutoClassifier(**FIT, n_trials=12, include=["logreg", "hgb"], storage=POSTGRES_URL, study_name=first,
+                           oof_dir=str(tmp_path / "oof"), tracking=False).fit(X, y)
+    out, _ = other_fit.communicate(timeout=180)
+    assert other_fit.returncode == 0, out.decode()
+    assert [code for code, _ in finish(workers)] == [0, 0]
+
+    a, b = _trials(first), _trials(second)
+    assert len(a) == 12 and len(b) == 12
+    key_a, key_b = ({t.user_attrs["search_key"] for t in trials} for trials in (a, b))
+    assert len(key_a) == 1 and len(key_b) == 1 and key_a != key_b
+    assert workers[0][0].pid not in {_pid_of(t) for t in b} and workers[1][0].pid not in {_pid_of(t) for t in a}
+    # Each fit's ensemble drew on its own study's trials, from its own OOF folder.
+    assert set(model.ensemble_candidates_) == {t.number for t in a if t.state == TrialState.COMPLETE}
+    for name, trials in ((first, a), (second, b)):
+        files = {p.name for p in (tmp_path / "oof" / name).iterdir()}
+        assert files == {f"trial_{t.number}.npy" for t in trials if t.state == TrialState.COMPLETE}
+    assert np.load(tmp_path / "oof" / second / next(iter(files))).shape[0] == 891
+
+
+def test_a_worker_refuses_other_data_and_a_closed_search(postgres, credit_csv, tmp_path):
+    study = postgres("refuse")
+    X, y = _credit(credit_csv)
+    storage = _rdb(**HEARTBEAT)
+    AutoClassifier(**FIT, n_trials=2, include=["logreg"], storage=storage, study_name=study,
+                   tracking=False).fit(X, y)
+    published = SharedSearch.read(storage, study)
+    assert published.state == "closed" and published.heartbeat == [1, 4] and published.target == "class"
+    with pytest.raises(TimeoutError, match="is closed"):
+        run_worker(X, y, storage=storage, study_name=study, wait=0)
+
+    # Reopen it as if the fit were still running: the data must then be the fit's own.
+    study_object = optuna.load_study(study_name=study, storage=storage)
+    study_object.set_user_attr(SEARCH_ATTR, {**study_object.user_attrs[SEARCH_ATTR], "state": "running"})
+    with pytest.raises(DataValidationError, match="999 rows with fingerprint .* against 1000 rows"):
+        run_worker(X.iloc[1:], y.iloc[1:], storage=storage, study_name=study, wait=0)
+    with pytest.raises(ValueError, match="OOF folder .* is not a writable folder on this machine"):
+        run_worker(X, y, storage=storage, study_name=study, wait=0)  # the fit's temporary folder is gone
+    with pytest.raises(TimeoutError, match="No search was published in study 'nothing-here'"):
+        run_worker(X, y, storage=storage, study_name="nothing-here", wait=0)
+
+
+def test_a_dead_local_worker_is_found_by_its_process_on_a_journal(tmp_path):
+    # A journal file has no heartbeat: a trial of a dead process of this machine is failed by its pid.
+    storage = open_storage(str(tmp_path / "study.journal"), tmp_path)
+    study = optuna.create_study(storage=storage, study_name="s")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for pid in (dead.pid, os.getpid()):
+        trial = study.ask()
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{pid}")
+    assert not _worker_alive(f"{socket.gethostname()}:{dead.pid}") and _worker_alive("elsewhere:1")
+    failed = wait_for_running(storage, "s", until=time.time() + 2)
+    states = [t.state for t in study.get_trials()]
+    assert failed == 2 and states == [TrialState.FAIL, TrialState.FAIL]  # the dead one, then the live one at `until`
+    assert study.get_trials()[0].user_attrs["error"] == f"worker {socket.gethostname()}:{dead.pid} died"
+    assert study.get_trials()[1].user_attrs["error"] == "stopped at the time budget"
