@@ -317,8 +317,18 @@ def _trial_logger(shared, tracking_uri):
         return None
     from .tracking import TrialLogger
 
-    return TrialLogger(tracking_uri or shared.mlflow["tracking_uri"], shared.mlflow["experiment_id"],
-                       shared.mlflow["parent_run_id"])
+    uri = tracking_uri or shared.mlflow["tracking_uri"]
+    if tracking_uri is None and shared.host != socket.gethostname() and not _is_server(uri):
+        # The fit's store is a file on its machine: a run written here would have no parent.
+        logger.warning("The fit logs to MLflow at %s, a local store of %s: this worker's trials are not logged "
+                       "to MLflow. Pass --tracking-uri (tracking_uri=) with an address of a server both reach.",
+                       uri, shared.host)
+        return None
+    return TrialLogger(uri, shared.mlflow["experiment_id"], shared.mlflow["parent_run_id"])
+
+
+def _is_server(uri):
+    return str(uri).split(":", 1)[0] in {"http", "https", "databricks", "postgresql", "mysql", "mssql"}
 
 
 class _StopWhenClosed:
