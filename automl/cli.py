@@ -6,7 +6,8 @@ target; inferred when left out), ``automl predict DIR new.csv``,
 and ``automl worker --storage URL --study NAME --data data.csv`` (joins a fit's search from another process
 or machine).
 Each subcommand has ``add_parser(subparsers)`` and ``run(args)``; the logic lives in the library.
-Exit codes: 0 success, 1 failure (the error is logged to stderr), 2 bad arguments (argparse).
+Exit codes: 0 success, 1 failure (the error is logged to stderr), 2 bad arguments (argparse), 130 interrupted
+(Ctrl-C; SIGTERM for `worker`).
 """
 
 import argparse
@@ -221,17 +222,28 @@ def add_worker_parser(subparsers):
     p.add_argument("--time-budget", type=_budget, default=None,
                    help="wall seconds this worker works at most (default: until the search ends)")
     p.add_argument("--n-jobs", type=int, default=1, help="worker processes on this machine")
-    p.add_argument("--oof-dir", default=None, help="where this machine sees the fit's OOF folder, if elsewhere")
+    p.add_argument("--oof-dir", default=None,
+                   help="the fit's --oof-dir as this machine mounts it, if at another path (default: the fit's path)")
     p.add_argument("--tracking-uri", default=None, help="MLflow URI for trial runs (default: the fit's)")
     p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the fit (default 300)")
     p.set_defaults(run=run_worker)
 
 
 def run_worker(args):
+    import signal
+
     from .search import open_storage
     from .worker import SharedSearch
     from .worker import run_worker as join_search
 
+    # systemd, docker and kill stop with SIGTERM: stop our processes and mark our trials as Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if not Path(args.data).is_file():
+        raise FileNotFoundError(f"--data {args.data}: no such file")
+    local = _local_storage_file(args.storage)
+    if local is not None and not local.exists():
+        raise FileNotFoundError(f"--storage {args.storage}: no such file on this machine; a worker joins the "
+                                "fit's storage, it does not make one (check the path, or start the fit first)")
     storage = open_storage(args.storage, workdir=None)
     target = args.target or SharedSearch.wait_for(storage, args.study, args.wait).target
     if target is None:
@@ -241,6 +253,15 @@ def run_worker(args):
     result = join_search(X, y, storage=storage, study_name=args.study, time_budget=args.time_budget,
                          n_jobs=args.n_jobs, oof_dir=args.oof_dir, tracking_uri=args.tracking_uri, wait=args.wait)
     print(result.line())
+
+
+def _local_storage_file(storage):
+    """The file behind a journal path or a sqlite:/// URL, else None."""
+    if "://" not in storage:
+        return Path(storage)
+    if storage.startswith("sqlite:///"):
+        return Path(storage[len("sqlite:///"):])
+    return None
 
 
 def add_report_parser(subparsers):
@@ -300,6 +321,9 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         code = args.run(args)
+    except KeyboardInterrupt:
+        logger.error("%s interrupted: running trials were marked failed; finished ones are kept.", args.command)
+        return 130
     except Exception as exc:
         logger.error("%s failed: %s: %s", args.command, type(exc).__name__, exc)
         return 1

@@ -297,18 +297,20 @@ class _AutoMLBase(BaseEstimator):
         os.makedirs(oof_dir, exist_ok=True)
         search_deadline = None if deadline is None else deadline - FINAL_STAGE_SHARE * self.time_budget
         max_trials = None if self.n_trials is None else count_started(storage, study_name) + self.n_trials
-        shared = SharedSearch.of(self, setup, storage, oof_dir, search_deadline, max_trials, tracker, target_name)
+        # A fold still running at the search deadline may finish within 5% of the budget.
+        grace = 5.0 if self.time_budget is None else min(5.0, 0.05 * self.time_budget)
+        shared = SharedSearch.of(self, setup, storage, oof_dir, search_deadline, max_trials, tracker, target_name,
+                                 oof_root=self.oof_dir, grace=grace)
         shared.publish(storage, study_name)  # from here on, `automl worker` processes may join
         callbacks = [tracker.trial_logger(), ProgressLine(search_deadline) if self.verbose else None]
         try:
-            result = run_search(
-                shared.objective(setup, oof_dir, search_deadline), storage=storage, study_name=study_name,
-                sampler=shared.sampler(), pruner=shared.pruner(), max_trials=max_trials,
-                deadline=search_deadline, n_jobs=self.n_jobs, callbacks=[c for c in callbacks if c is not None],
-                oof_dir=oof_dir, search_key=self.search_key_,
-                # A fold still running at the search deadline may finish within 5% of the budget.
-                grace=5.0 if self.time_budget is None else min(5.0, 0.05 * self.time_budget),
-            )
+            with shared.keep_alive(storage, study_name):
+                result = run_search(
+                    shared.objective(setup, oof_dir, search_deadline), storage=storage, study_name=study_name,
+                    sampler=shared.sampler(), pruner=shared.pruner(), max_trials=max_trials,
+                    deadline=search_deadline, n_jobs=self.n_jobs, callbacks=[c for c in callbacks if c is not None],
+                    oof_dir=oof_dir, search_key=self.search_key_, grace=grace,
+                )
         finally:
             SharedSearch.close(storage, study_name)
         if self.storage is None:  # the default journal is in the temporary workdir, gone after fit

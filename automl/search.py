@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import optuna
 from joblib.executor import get_memmapping_executor
+from joblib.externals.loky.process_executor import TerminatedWorkerError
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
@@ -97,10 +98,11 @@ def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRAC
     storage : str, optuna.storages.BaseStorage or None
         None: a journal file in ``workdir`` (safe for several processes on one machine). A string
         with ``://`` is an RDB URL (``sqlite:///...``, ``postgresql://...``), opened with heartbeats
-        so that a trial of a killed worker is marked failed (Optuna's ``RDBStorage``); a string
-        ending in ``.journal`` or ``.log`` is a journal file path; a storage object is used as is.
-        ``postgresql://`` without a driver name means psycopg 3 when psycopg2 is not installed
-        (the ``postgres`` extra installs psycopg 3).
+        so that a trial of a killed worker is marked failed (Optuna's ``RDBStorage``); another
+        string is a journal file path (``.journal``, ``.log``), except that a ``.db``/``.sqlite``
+        path is refused with the URL to write instead; a storage object is used as is.
+        ``postgresql://`` (or ``postgres://``) without a driver name means psycopg 3 when psycopg2
+        is not installed (the ``postgres`` extra installs psycopg 3).
     workdir : path-like
     heartbeat : (int, int), default=(HEARTBEAT_INTERVAL, HEARTBEAT_GRACE)
         Seconds between heartbeats and seconds of silence after which a running trial is stale.
@@ -114,6 +116,10 @@ def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRAC
     if not isinstance(storage, (str, os.PathLike)):
         return storage
     if "://" not in str(storage):
+        if str(storage).endswith((".db", ".sqlite", ".sqlite3")):
+            # Read as a journal, a SQLite file fails deep inside with a UnicodeDecodeError.
+            raise ValueError(f"storage {str(storage)!r} looks like a SQLite file: write it as the URL "
+                             f"'sqlite:///{storage}'. A path without '://' is taken for an Optuna journal file.")
         return JournalStorage(JournalFileBackend(str(storage)))
     interval, grace = heartbeat
     with warnings.catch_warnings():
@@ -125,9 +131,11 @@ def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRAC
 
 def _with_driver(url):
     # SQLAlchemy reads a bare postgresql:// as psycopg2, which we do not install; psycopg 3 is ours.
-    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None:
-        return "postgresql+psycopg://" + url[len("postgresql://"):]
-    return url
+    # postgres:// (Heroku's and libpq's spelling) is no longer a SQLAlchemy dialect name.
+    scheme, rest = url.split("://", 1)
+    if scheme in ("postgresql", "postgres") and importlib.util.find_spec("psycopg2") is None:
+        return "postgresql+psycopg://" + rest
+    return "postgresql://" + rest if scheme == "postgres" else url
 
 
 def heartbeat_of(storage):
@@ -232,7 +240,8 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
         ]
         callback_seconds, killed = _run_in_processes(tasks, storage, study_name, deadline, grace, launch)
     if wait_for_others:
-        killed += wait_for_running(storage, study_name, None if deadline is None else deadline + grace)
+        # Joined workers stop their own busy processes at deadline + the same grace; a second more for the storage.
+        killed += wait_for_running(storage, study_name, None if deadline is None else deadline + grace + 1.0)
     study = optuna.load_study(study_name=study_name, storage=storage)
     return SearchResult(study=study, oof=load_oof(study, oof_dir, search_key), seconds=time.time() - started,
                         killed=killed, callback_seconds=float(sum(callback_seconds)), launch=launch)
@@ -259,7 +268,8 @@ def count_started(storage, study_name):
 def load_oof(study, oof_dir, search_key=None):
     """OOF arrays of the study's complete trials (with ``search_key``), by trial number.
 
-    A complete trial whose file is missing (a worker writing to another folder) is named in a warning.
+    A complete trial whose file is missing (an earlier fit's temporary folder, a worker writing elsewhere)
+    is named in a warning.
     """
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if search_key is not None:
@@ -270,8 +280,10 @@ def load_oof(study, oof_dir, search_key=None):
     missing = [t for t in complete if t.number not in oof]
     if missing:
         logger.warning(
-            "%d complete trial(s) have no OOF file in %s and cannot join the ensemble: trial(s) %s, run by %s. "
-            "Workers on other machines need oof_dir on a shared file system.", len(missing), oof_dir,
+            "%d complete trial(s) of this search have no OOF file in %s: they are on the leaderboard but not "
+            "ensemble candidates. Trial(s) %s, run by %s. Either an earlier fit on this study kept its OOF files in a "
+            "temporary folder (give oof_dir to keep them), or a worker wrote them to another folder (its oof_dir "
+            "must be the fit's, as that machine mounts it).", len(missing), oof_dir,
             ", ".join(str(t.number) for t in missing[:10]),
             ", ".join(sorted({str(t.user_attrs.get("worker", "?")) for t in missing})))
     return oof
@@ -286,13 +298,25 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
     # ours or the user's, find it in the state they expect.
     executor = get_memmapping_executor(len(tasks))
     futures = [executor.submit(_work, *task) for task in tasks]
-    done, busy = concurrent.futures.wait(futures, timeout=timeout)
+    try:
+        done, busy = concurrent.futures.wait(futures, timeout=timeout)
+    except BaseException:  # Ctrl-C or SIGTERM: stop our processes now, not at their deadline
+        executor.shutdown(wait=True, kill_workers=True)
+        fail_running(storage, study_name, launch, reason="interrupted")
+        raise
     killed = 0
     if busy:
         executor.shutdown(wait=True, kill_workers=True)
         logger.warning("Stopped %d search worker(s) %.0f s after the search deadline.", len(busy), grace)
         killed = fail_running(storage, study_name, launch)
-    return [future.result() for future in done], killed
+    seconds = []
+    for future in done:
+        try:
+            seconds.append(future.result())
+        except TerminatedWorkerError as exc:  # a worker process killed from outside (OOM killer, kill -9)
+            logger.warning("A search worker process died (%s); the other workers went on.", str(exc).splitlines()[0])
+            killed += _fail_dead(storage, study_name, launch)
+    return seconds, killed
 
 
 def fail_running(storage, study_name, launch=None, reason="stopped at the time budget"):
@@ -341,10 +365,19 @@ def wait_for_running(storage, study_name, until=None, poll=0.5):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
-        for trial in running:
-            if not _worker_alive(trial.user_attrs.get("worker")):
-                failed += _fail_one(study, trial, f"worker {trial.user_attrs['worker']} died")
+        failed += _fail_dead(storage, study_name)
         time.sleep(poll)
+
+
+def _fail_dead(storage, study_name, launch=None):
+    """Fail the running trials (of ``launch``, or all) whose worker process of this machine is gone."""
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    failed = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = trial.user_attrs.get("worker")
+        if (launch is None or trial.user_attrs.get("launch") == launch) and not _worker_alive(worker):
+            failed += _fail_one(study, trial, f"worker {worker} died")
+    return failed
 
 
 def _fail_one(study, trial, reason):
@@ -410,15 +443,27 @@ def quiet_optuna():
 def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads, launch=None):
     if index > 0:
         sampler.reseed_rng()
-    timeout = None if deadline is None else deadline - time.time()
-    if timeout is None or timeout > 0:
-        # Two workers each running a multi-threaded fit on two cores would fight for them.
-        with quiet_optuna(), threadpool_limits(limits=threads):
-            study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler, pruner=pruner)
-            orphaned = _StopWhenOrphaned(os.getppid())
-            study.optimize(_Signed(objective, launch), timeout=timeout, catch=(Exception,),
-                           callbacks=[*callbacks, orphaned])
+    # Two workers each running a multi-threaded fit on two cores would fight for them.
+    with quiet_optuna(), threadpool_limits(limits=threads):
+        study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler, pruner=pruner)
+        orphaned = _StopWhenOrphaned(os.getppid())
+        while deadline is None or time.time() < deadline:
+            try:
+                study.optimize(_Signed(objective, launch), timeout=None if deadline is None else deadline - time.time(),
+                               catch=(Exception,), callbacks=[*callbacks, orphaned])
+                break
+            except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as exc:
+                if not _finished_elsewhere(exc):
+                    raise
+                # Another process failed our trial (past the deadline, or judged stale): the search goes on.
+                logger.warning("A trial of this worker was ended by another process (%s); going on.", exc)
+    if orphaned.gone and threads is not None:
+        os._exit(0)  # a pool process whose owner was killed: nobody will collect a result, nor reuse it
     return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
+
+
+def _finished_elsewhere(exc):
+    return isinstance(exc, optuna.exceptions.UpdateFinishedTrialError) or str(exc).startswith("Cannot tell a ")
 
 
 class _Signed:
@@ -446,10 +491,11 @@ class _StopWhenOrphaned:
     """
 
     def __init__(self, parent):
-        self.parent = parent
+        self.parent, self.gone = parent, False
 
     def __call__(self, study, trial):
         if os.getppid() != self.parent:
+            self.gone = True
             study.stop()
 
 
@@ -533,6 +579,6 @@ def _note(trial, folds):
         by = "the time budget" if trial.user_attrs.get("stopped") else "Hyperband"
         return f"stopped by {by} after {folds} fold(s)"
     if trial.state == TrialState.FAIL and "error" not in trial.user_attrs:
-        # Optuna fails a trial whose heartbeat stopped without a word: its worker was killed or lost.
-        return "its worker stopped sending heartbeats (killed or cut off)"
+        # Optuna fails a trial without a word when its heartbeat stops or the process is interrupted.
+        return "failed with no error recorded: its worker was interrupted, killed or cut off (no heartbeat)"
     return trial.user_attrs.get("error", "")

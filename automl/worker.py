@@ -17,7 +17,9 @@ runs on a journal file for workers of one machine.
 import logging
 import os
 import socket
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -27,14 +29,18 @@ from optuna.trial import TrialState
 from .exceptions import DataValidationError
 from .objective import CVObjective
 from .search import (
-    ProgressLine, heartbeat_of, make_pruner, make_sampler, open_storage,
-    quiet_optuna, run_search,
+    ProgressLine, _worker_alive, heartbeat_of, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
 )
 
 logger = logging.getLogger(__name__)
 
-# The study's user attribute that holds the published search.
+# The study's user attributes that hold the published search and the fit's last sign of life.
 SEARCH_ATTR = "automl_search"
+BEAT_ATTR = "automl_search_beat"
+# The fit writes its sign of life this often (seconds); a search silent for FIT_STALE seconds has lost
+# its fit (killed), and workers stop rather than search for nobody.
+FIT_BEAT = 10.0
+FIT_STALE = 60.0
 
 
 @dataclass
@@ -57,8 +63,14 @@ class SharedSearch:
         Started trials in the study at which every worker stops.
     deadline : float or None
         Epoch seconds after which no trial starts (clocks of the machines must agree, as with NTP).
+    grace : float
+        Seconds past the deadline after which every worker stops its busy processes; the fit waits
+        that long (and one second more) for other workers' trials.
     oof_dir : str
         Absolute folder of the OOF arrays; a file system every worker sees.
+    oof_root : str or None
+        The fit's ``oof_dir`` parameter (``oof_dir`` is its subfolder named for the study), or None when
+        the OOF arrays are in the fit's temporary folder.
     heartbeat : list of int or None
         ``[interval, grace]`` seconds of the storage's heartbeat, used by every worker alike.
     mlflow : dict or None
@@ -67,9 +79,11 @@ class SharedSearch:
         Name of the target column, when the fit's ``y`` had one.
     not_joinable : str or None
         Why a worker cannot rebuild this search (a custom CV splitter or components), or None.
-    host : str
-        Machine of the fit.
+    fit : str
+        ``host:pid`` of the fit's process.
     state : {"running", "closed"}
+    beat : float or None
+        Epoch seconds of the fit's last sign of life (read from the study, not stored with the search).
     """
 
     task: str
@@ -80,16 +94,20 @@ class SharedSearch:
     n_startup_trials: int
     max_trials: int | None
     deadline: float | None
+    grace: float
     oof_dir: str
+    oof_root: str | None
     heartbeat: list | None
     mlflow: dict | None
     target: str | None
     not_joinable: str | None
-    host: str
+    fit: str
     state: str = "running"
+    beat: float | None = None
 
     @classmethod
-    def of(cls, estimator, setup, storage, oof_dir, deadline, max_trials, tracker, target_name=None):
+    def of(cls, estimator, setup, storage, oof_dir, deadline, max_trials, tracker, target_name=None, oof_root=None,
+           grace=5.0):
         """The search an estimator is about to run (called in ``fit`` once ``setup`` is made)."""
         n_folds = len(setup.folds)
         n_brackets = int(np.floor(np.log(n_folds) / np.log(3))) + 1 if estimator.pruning else 1
@@ -107,14 +125,49 @@ class SharedSearch:
             search_key=estimator.search_key_, fingerprint=estimator.profile_.fingerprint,
             n_samples=int(estimator.profile_.n_samples),
             n_startup_trials=estimator._n_startup_trials(n_brackets), max_trials=max_trials, deadline=deadline,
-            oof_dir=os.path.abspath(oof_dir), heartbeat=_as_list(heartbeat_of(storage)), mlflow=mlflow,
+            grace=grace,
+            oof_dir=os.path.abspath(oof_dir), oof_root=None if oof_root is None else os.path.abspath(oof_root),
+            heartbeat=_as_list(heartbeat_of(storage)), mlflow=mlflow,
             target=target_name if isinstance(target_name, str) else None,
-            not_joinable=" and ".join(custom) or None, host=socket.gethostname(),
+            not_joinable=" and ".join(custom) or None, fit=f"{socket.gethostname()}:{os.getpid()}",
         )
 
     def publish(self, storage, study_name):
-        """Store this search in the study, state "running": workers may join from now on."""
-        _study(storage, study_name).set_user_attr(SEARCH_ATTR, asdict(self))
+        """Store this search in the study, state "running": workers may join from now on.
+
+        Raises
+        ------
+        RuntimeError
+            If the study holds another open search whose fit is alive: a second fit on the same study
+            at once would fail the other's trials at its deadline and steal its workers.
+        """
+        current = SharedSearch.read(storage, study_name)
+        if current is not None and current.is_open() and current.fit_alive():
+            until = "" if current.deadline is None else f" until {_clock(current.deadline)}"
+            raise RuntimeError(
+                f"Study {study_name!r} has a running search, by the fit {current.fit}{until}. Two fits on one "
+                "study at once would fail each other's trials: wait for it, or give this fit another study_name.")
+        study = _study(storage, study_name)
+        study.set_user_attr(SEARCH_ATTR, {k: v for k, v in asdict(self).items() if k != "beat"})
+        study.set_user_attr(BEAT_ATTR, time.time())
+
+    @contextmanager
+    def keep_alive(self, storage, study_name):
+        """Write the fit's sign of life every FIT_BEAT seconds while the block runs (a daemon thread)."""
+        stop = threading.Event()
+
+        def beat():
+            study = _study(storage, study_name)
+            while not stop.wait(FIT_BEAT):
+                study.set_user_attr(BEAT_ATTR, time.time())
+
+        thread = threading.Thread(target=beat, name="automl-search-beat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     @staticmethod
     def close(storage, study_name):
@@ -128,10 +181,21 @@ class SharedSearch:
     def read(cls, storage, study_name):
         """The study's published search, or None when there is no such study or no search in it."""
         try:
-            published = _study(storage, study_name).user_attrs.get(SEARCH_ATTR)
+            attrs = _study(storage, study_name).user_attrs
         except KeyError:  # Optuna's way of saying the study does not exist
             return None
-        return None if published is None else cls(**published)
+        return cls.from_attrs(attrs)
+
+    @classmethod
+    def from_attrs(cls, attrs):
+        """The search in a study's user attributes, or None."""
+        published = attrs.get(SEARCH_ATTR)
+        return None if published is None else cls(**{**published, "beat": attrs.get(BEAT_ATTR)})
+
+    def fit_alive(self):
+        """The fit's process has not gone (on this machine) and wrote a sign of life in the last FIT_STALE s."""
+        fresh = self.beat is not None and time.time() - self.beat < FIT_STALE
+        return fresh and _worker_alive(self.fit)
 
     @classmethod
     def wait_for(cls, storage, study_name, wait):
@@ -143,18 +207,32 @@ class SharedSearch:
             If no running search (one not closed and before its deadline) appeared in time; the message
             says what the study holds.
         """
-        until = time.time() + wait
+        until, said = time.time() + wait, False
         while True:
             shared = cls.read(storage, study_name)
-            if shared is not None and shared.is_open():
+            if shared is not None and shared.is_open() and shared.fit_alive():
                 return shared
             if time.time() >= until:
                 raise TimeoutError(_why_not_open(shared, study_name, wait))
+            if not said:
+                logger.info("%s Waiting up to %.0f s for a fit to publish one.", _why_not_open(shared, study_name),
+                            until - time.time())
+                said = True
             time.sleep(1.0)
 
     def is_open(self):
         """Running, and before its deadline."""
         return self.state == "running" and (self.deadline is None or time.time() < self.deadline)
+
+    def oof_folder(self, oof_dir=None):
+        """This search's OOF folder as this machine sees it: ``oof_dir`` stands for the fit's ``oof_dir``."""
+        if oof_dir is None:
+            return self.oof_dir
+        if self.oof_root is None:
+            raise ValueError(f"The fit {self.fit} keeps its OOF files in a temporary folder of its machine "
+                             f"({self.oof_dir}), so oof_dir={oof_dir!r} cannot stand for it: give the fit an "
+                             "oof_dir on a shared file system.")
+        return os.path.join(oof_dir, os.path.basename(self.oof_dir))
 
     def sampler(self):
         return make_sampler(self.params["sampler"], self.params["random_state"], self.n_startup_trials)
@@ -177,14 +255,21 @@ def _as_list(value):
     return None if value is None else list(value)
 
 
-def _why_not_open(shared, study_name, wait):
+def _clock(moment):
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(moment))
+
+
+def _why_not_open(shared, study_name, wait=None):
+    within = "" if wait is None else f" within {wait:.0f} s"
     if shared is None:
-        return (f"No search was published in study {study_name!r} within {wait:.0f} s: start the fit "
+        return (f"No search was published in study {study_name!r}{within}: start the fit "
                 "(AutoClassifier(storage=..., study_name=...).fit or automl fit --storage --study) first.")
     if shared.state != "running":
-        return f"The search of study {study_name!r} is closed (its fit has finished); nothing to join."
-    return (f"The search of study {study_name!r} passed its deadline "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(shared.deadline))}; nothing to join.")
+        return f"The search of study {study_name!r} is closed (its fit {shared.fit} has finished); nothing to join."
+    if shared.deadline is not None and time.time() >= shared.deadline:
+        return f"The search of study {study_name!r} passed its deadline {_clock(shared.deadline)}; nothing to join."
+    return (f"The fit {shared.fit} of study {study_name!r} has not been seen since "
+            f"{_clock(shared.beat) if shared.beat else 'it published its search'}: it was killed; nothing to join.")
 
 
 @dataclass
@@ -228,7 +313,8 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     n_jobs : int, default=1
         Worker processes on this machine.
     oof_dir : str or None, default=None
-        Where this machine sees the search's OOF folder, when it is mounted at another path.
+        The fit's ``oof_dir`` as this machine mounts it, when at another path (the worker adds the
+        study's subfolder, as the fit does); None: the path the fit published.
     tracking_uri : str or None, default=None
         MLflow tracking URI for the trial runs, when this machine reaches the fit's server by
         another address; None uses the fit's. Trials are not logged when the fit was not tracked.
@@ -256,8 +342,12 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
         raise ValueError(f"The search of study {study_name!r} uses {shared.not_joinable}, which a worker "
                          "cannot rebuild; only the fit's own n_jobs can run its trials.")
     storage = _with_heartbeat(storage, shared.heartbeat)
+    name = getattr(y, "name", None)
+    if shared.target is not None and isinstance(name, str) and name != shared.target:
+        raise DataValidationError(f"This worker's target is {name!r}; the fit of study {study_name!r} "
+                                  f"searches on target {shared.target!r}.")
     setup = _setup(shared, X, y)
-    oof_dir = _check_oof_dir(oof_dir or shared.oof_dir, study_name)
+    oof_dir = _check_oof_dir(shared.oof_folder(oof_dir), study_name)
     deadline = _earliest(shared.deadline, None if time_budget is None else started + time_budget)
     sampler = shared.sampler()
     sampler.reseed_rng()  # the fit's first worker has the seeded stream; ours must propose other points
@@ -266,7 +356,7 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     result = run_search(
         shared.objective(setup, oof_dir, deadline), storage=storage, study_name=study_name, sampler=sampler,
         pruner=shared.pruner(), max_trials=shared.max_trials, deadline=deadline, n_jobs=n_jobs,
-        callbacks=callbacks, oof_dir=None, wait_for_others=False,
+        callbacks=callbacks, oof_dir=None, grace=shared.grace, wait_for_others=False,
     )
     ours = [t for t in result.study.get_trials(deepcopy=False) if t.user_attrs.get("launch") == result.launch]
     counts = {state.name: sum(t.state == state for t in ours)
@@ -314,15 +404,18 @@ def _earliest(*moments):
 
 def _trial_logger(shared, tracking_uri):
     if shared.mlflow is None:
+        if tracking_uri is not None:
+            logger.info("The fit %s is not tracked, so this worker logs its trials to no MLflow run.", shared.fit)
         return None
     from .tracking import TrialLogger
 
     uri = tracking_uri or shared.mlflow["tracking_uri"]
-    if tracking_uri is None and shared.host != socket.gethostname() and not _is_server(uri):
+    host = shared.fit.rpartition(":")[0]
+    if tracking_uri is None and host != socket.gethostname() and not _is_server(uri):
         # The fit's store is a file on its machine: a run written here would have no parent.
         logger.warning("The fit logs to MLflow at %s, a local store of %s: this worker's trials are not logged "
                        "to MLflow. Pass --tracking-uri (tracking_uri=) with an address of a server both reach.",
-                       uri, shared.host)
+                       uri, host)
         return None
     return TrialLogger(uri, shared.mlflow["experiment_id"], shared.mlflow["parent_run_id"])
 
@@ -332,12 +425,15 @@ def _is_server(uri):
 
 
 class _StopWhenClosed:
-    """Stop a worker after its current trial once the fit closed the search (or began another)."""
+    """Stop a worker after its current trial once the fit closed the search, began another, or was lost."""
 
     def __init__(self, search_key):
         self.search_key = search_key
 
     def __call__(self, study, trial):
-        published = study.user_attrs.get(SEARCH_ATTR) or {}
-        if published.get("state") != "running" or published.get("search_key") != self.search_key:
+        shared = SharedSearch.from_attrs(study.user_attrs)
+        if shared is None or shared.search_key != self.search_key or shared.state != "running":
+            study.stop()
+        elif not shared.fit_alive():
+            logger.warning("%s Stopping.", _why_not_open(shared, study.study_name))
             study.stop()

@@ -245,3 +245,100 @@ def test_a_dead_local_worker_is_found_by_its_process_on_a_journal(tmp_path):
     assert failed == 2 and states == [TrialState.FAIL, TrialState.FAIL]  # the dead one, then the live one at `until`
     assert study.get_trials()[0].user_attrs["error"] == f"worker {socket.gethostname()}:{dead.pid} died"
     assert study.get_trials()[1].user_attrs["error"] == "stopped at the time budget"
+
+
+def test_the_fits_oof_dir_means_the_same_to_a_worker_and_a_second_fit_is_refused(postgres, credit_csv, tmp_path):
+    # Given the fit's own --oof-dir, a worker writes where the fit reads (the study's subfolder).
+    study = postgres("oof")
+    log = tmp_path / "w.log"
+    worker = start_worker(credit_csv, study, log, "--oof-dir", str(tmp_path / "oof"))
+    X, y = _credit(credit_csv)
+    storage = _rdb(**HEARTBEAT)
+    model = AutoClassifier(**FIT, n_trials=16, include=["logreg", "hgb"], storage=storage, study_name=study,
+                           oof_dir=str(tmp_path / "oof"), tracking=False).fit(X, y)
+    [(code, out)] = finish([(worker, log)])
+    trials = _trials(study)
+    theirs = {t.number for t in trials if t.state == TrialState.COMPLETE and _pid_of(t) == worker.pid}
+    assert code == 0 and theirs, out
+    assert theirs <= set(model.ensemble_candidates_)
+    assert not [p for p in (tmp_path / "oof").iterdir() if p.is_file()]  # nothing beside the study's folder
+
+    # A second fit while the first one's search is open and its fit alive is refused before any trial.
+    shared = SharedSearch.read(storage, study)
+    study_object = optuna.load_study(study_name=study, storage=storage)
+    study_object.set_user_attr(SEARCH_ATTR, {**study_object.user_attrs[SEARCH_ATTR], "state": "running"})
+    study_object.set_user_attr("automl_search_beat", time.time())
+    with pytest.raises(RuntimeError, match=f"has a running search, by the fit {shared.fit}"):
+        AutoClassifier(**FIT, n_trials=2, include=["logreg", "hgb"], storage=storage, study_name=study,
+                       tracking=False).fit(X, y)
+    assert len(_trials(study)) == 16
+    # A search whose fit went silent (killed) is not joined, and does not block a new fit.
+    study_object.set_user_attr("automl_search_beat", time.time() - 3600)
+    with pytest.raises(TimeoutError, match="has not been seen since .*: it was killed"):
+        run_worker(X, y, storage=storage, study_name=study, wait=0)
+    AutoClassifier(**FIT, n_trials=2, include=["logreg", "hgb"], storage=storage, study_name=study,
+                   tracking=False).fit(X, y)
+    assert len(_trials(study)) == 18
+
+
+def test_sigterm_stops_a_worker_and_its_processes_and_marks_its_trial(postgres, credit_csv, tmp_path):
+    study = postgres("term")
+    X, y = _credit(credit_csv)
+    log = tmp_path / "w.log"
+    # With --time-budget the worker runs its trials in a pool process: SIGTERM must reach that one too.
+    worker = start_worker(credit_csv, study, log, "--time-budget", "120")
+    fit = subprocess.Popen(
+        [sys.executable, "-m", "automl.cli", "fit", str(credit_csv), "--target", "class", "--storage", POSTGRES_URL,
+         "--study", study, "--time-budget", "none", "--n-trials", "400", "--cv", "3", "--include", "rf",
+         "--random-state", "0", "--no-tracking", "--out", str(tmp_path / "m")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        deadline = time.time() + 90
+        running = []
+        while not running and time.time() < deadline:
+            time.sleep(0.2)
+            trials = _trials(study, states=(TrialState.RUNNING,)) if SharedSearch.read(_rdb(**HEARTBEAT), study) else []
+            running = [t for t in trials if _pid_of(t) not in (fit.pid, worker.pid)]  # the worker's pool process
+        assert running, "the worker never ran a trial"
+        pool_pid = _pid_of(running[0])
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        assert worker.returncode == 130, open(log).read()
+        assert "worker interrupted" in open(log).read()
+        time.sleep(1.0)
+        assert not _worker_alive(f"{socket.gethostname()}:{pool_pid}")  # no process left behind
+        mine = [t for t in _trials(study) if _pid_of(t) == pool_pid]
+        assert mine and all(t.state != TrialState.RUNNING for t in mine)
+        assert [t.user_attrs.get("error") for t in mine if t.state == TrialState.FAIL] == ["interrupted"]
+    finally:
+        fit.kill()
+        fit.wait()
+
+
+def test_storage_spellings_and_fast_cli_refusals(tmp_path, credit_csv, caplog):
+    from automl.cli import main
+
+    with pytest.raises(ValueError, match="write it as the URL 'sqlite:///s.db'"):
+        open_storage("s.db", tmp_path)
+    postgres_style = open_storage("postgres://postgres@127.0.0.1:5432/test", tmp_path)
+    assert postgres_style.url == "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+    started = time.time()
+    assert main(["worker", "--storage", POSTGRES_URL, "--study", "s", "--data", str(tmp_path / "nope.csv")]) == 1
+    assert main(["worker", "--storage", f"sqlite:///{tmp_path / 'typo.db'}", "--study", "s",
+                 "--data", str(credit_csv)]) == 1
+    assert time.time() - started < 10 and not (tmp_path / "typo.db").exists()  # refused, not waited, not made
+    err = caplog.text
+    assert "nope.csv: no such file" in err and "typo.db: no such file on this machine" in err
+
+
+def test_a_worker_with_another_target_is_told_the_fits(postgres, credit_csv):
+    study = postgres("target")
+    X, y = _credit(credit_csv)
+    storage = _rdb(**HEARTBEAT)
+    AutoClassifier(**FIT, n_trials=1, include=["logreg"], storage=storage, study_name=study, tracking=False).fit(X, y)
+    study_object = optuna.load_study(study_name=study, storage=storage)
+    study_object.set_user_attr(SEARCH_ATTR, {**study_object.user_attrs[SEARCH_ATTR], "state": "running"})
+    study_object.set_user_attr("automl_search_beat", time.time())
+    frame = pd.read_csv(credit_csv)
+    with pytest.raises(DataValidationError, match="target is 'age'; the fit of study .* searches on target 'class'"):
+        run_worker(frame.drop(columns=["age"]), frame["age"], storage=storage, study_name=study, wait=0)
