@@ -44,7 +44,8 @@ DATA = ROOT.parent / "shared" / "data" / "credit-g.csv"
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 COLUMNS = ["mode", "storage", "workers", "trials", "complete", "window_s", "trials_per_min", "storage_ms_per_trial",
            "storage_calls_per_trial", "sampler_ms_per_trial", "storage_share", "sampler_share",
-           "heartbeat_calls", "pg_connections_peak", "cores"]
+           "heartbeat_calls", "pg_connections_peak", "db_cpu_ms_per_trial", "sampler_ms_first_tenth",
+           "sampler_ms_last_tenth", "cores"]
 
 
 # ---- timing of storage and sampler calls, installed in each worker process --------------------------
@@ -54,6 +55,7 @@ class _Clock:
         self.local = threading.local()
         self.main = {"storage": 0.0, "storage_calls": 0, "sampler": 0.0}
         self.heartbeat_calls = 0
+        self.samples = []  # (epoch seconds, seconds) of each outermost sampler call
 
 
 CLOCK = _Clock()
@@ -75,6 +77,8 @@ def _timed(function, kind):
                 CLOCK.main[kind] += time.perf_counter() - started
                 if kind == "storage":
                     CLOCK.main["storage_calls"] += 1
+                else:
+                    CLOCK.samples.append((time.time(), time.perf_counter() - started))
             else:
                 CLOCK.heartbeat_calls += 1
     return wrapper
@@ -109,7 +113,8 @@ def _real_worker(url, study_name):
     started = time.time()
     with threadpool_limits(1):
         run_worker(X, y, storage=url, study_name=study_name, verbose=0, wait=60)
-    return {**CLOCK.main, "heartbeat_calls": CLOCK.heartbeat_calls, "wall": time.time() - started}
+    return {**CLOCK.main, "heartbeat_calls": CLOCK.heartbeat_calls, "wall": time.time() - started,
+            "samples": CLOCK.samples}
 
 
 class NullObjective:
@@ -149,7 +154,8 @@ def _null_worker(url, study_name):
     sampler.reseed_rng()
     run_search(NullObjective(setup, shared.search_key), storage=storage, study_name=study_name, sampler=sampler,
                pruner=shared.pruner(), max_trials=shared.max_trials, wait_for_others=False)
-    return {**CLOCK.main, "heartbeat_calls": CLOCK.heartbeat_calls, "wall": time.time() - started}
+    return {**CLOCK.main, "heartbeat_calls": CLOCK.heartbeat_calls, "wall": time.time() - started,
+            "samples": CLOCK.samples}
 
 
 # ---- one cell: publish a search, run W workers, read the rates --------------------------------------------
@@ -189,6 +195,29 @@ def _pg_connections():
         engine.dispose()
 
 
+def _db_cpu_seconds():
+    """CPU seconds of the PostgreSQL server so far (from /proc): its live processes' own, plus what the
+    postmaster collected from backends that have exited (a worker's connections close when it ends)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if "(postgres)" in text:
+            fields = text.rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _sampler_ms(clocks, part):
+    """Mean ms of sampler calls in the first or last tenth of the search (by time): TPE's cost as trials pile up."""
+    samples = sorted(sample for clock in clocks for sample in clock["samples"])
+    tenth = max(1, len(samples) // 10)
+    chosen = samples[:tenth] if part == "first" else samples[-tenth:]
+    return round(1000 * float(np.mean([seconds for _, seconds in chosen])), 2) if chosen else ""
+
+
 def run_cell(mode, kind, workers, n_trials, include):
     study_name = f"scaling-{mode}-{kind}-{workers}-{uuid.uuid4().hex[:6]}"
     with tempfile.TemporaryDirectory(prefix="scaling-") as folder:
@@ -196,7 +225,7 @@ def run_cell(mode, kind, workers, n_trials, include):
         storage = _publish(url, study_name, include, n_trials, folder)
         target = _real_worker if mode == "real" else _null_worker
         context = multiprocessing.get_context("spawn")
-        peak = 0
+        peak, db_cpu = 0, _db_cpu_seconds()
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             futures = [pool.submit(target, url, study_name) for _ in range(workers)]
             while not all(f.done() for f in futures):
@@ -204,6 +233,7 @@ def run_cell(mode, kind, workers, n_trials, include):
                     peak = max(peak, _pg_connections())
                 time.sleep(0.5)
             clocks = [f.result() for f in futures]
+        db_cpu = _db_cpu_seconds() - db_cpu  # includes the peak-connection queries, a few ms
         study = optuna.load_study(study_name=study_name, storage=storage)
         trials = [t for t in study.get_trials() if t.datetime_complete is not None]
         if kind == "postgresql":
@@ -220,6 +250,8 @@ def run_cell(mode, kind, workers, n_trials, include):
         "sampler_ms_per_trial": round(1000 * total["sampler"] / n, 2),
         "storage_share": round(total["storage"] / busy, 4), "sampler_share": round(total["sampler"] / busy, 4),
         "heartbeat_calls": total["heartbeat_calls"], "pg_connections_peak": peak if kind == "postgresql" else "",
+        "db_cpu_ms_per_trial": round(1000 * db_cpu / n, 2) if kind == "postgresql" else "",
+        "sampler_ms_first_tenth": _sampler_ms(clocks, "first"), "sampler_ms_last_tenth": _sampler_ms(clocks, "last"),
         "cores": os.cpu_count(),
     }
 
