@@ -292,7 +292,8 @@ class _AutoMLBase(BaseEstimator):
     def _search(self, setup, deadline, tracker, workdir, target_name=None):
         storage = open_storage(self.storage, workdir)
         study_name = self.study_name or "automl"
-        prepare_study(storage, study_name, setup.metric.direction, portfolio(setup.specs))
+        prepare_study(storage, study_name, setup.metric.direction, portfolio(setup.specs),
+                      families=[spec.key for spec in setup.specs])
         oof_dir = workdir if self.oof_dir is None else os.path.join(self.oof_dir, study_name)
         os.makedirs(oof_dir, exist_ok=True)
         search_deadline = None if deadline is None else deadline - FINAL_STAGE_SHARE * self.time_budget

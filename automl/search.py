@@ -403,7 +403,7 @@ def _worker_alive(worker):
     return True
 
 
-def prepare_study(storage, study_name, direction, configs):
+def prepare_study(storage, study_name, direction, configs, families=None):
     """Create the study, or load it to continue it, and enqueue ``configs`` not already tried.
 
     Parameters
@@ -413,12 +413,34 @@ def prepare_study(storage, study_name, direction, configs):
     direction : {"maximize", "minimize"}
     configs : list of dict
         Parameter dicts (the portfolio); one that matches an existing trial is skipped.
+    families : list of str or None
+        The choices of the root knob ``"model"``, in order; checked against the study's trials.
+
+    Raises
+    ------
+    ValueError
+        If the study's trials chose their model among other families: Optuna cannot change a
+        categorical knob's choices within a study, and every new trial would fail.
     """
     with quiet_optuna():
         study = optuna.create_study(storage=storage, study_name=study_name, direction=direction,
                                     load_if_exists=True)
+        _check_families(study, families)
         for config in configs:
             study.enqueue_trial(config, skip_if_exists=True)
+
+
+def _check_families(study, families):
+    if families is None:
+        return
+    for trial in study.get_trials(deepcopy=False):
+        before = trial.distributions.get("model")
+        if before is not None and list(before.choices) != list(families):
+            raise ValueError(
+                f"Study {study.study_name!r} holds trials that chose their model among {list(before.choices)}; "
+                f"this fit offers {list(families)} (another include=, or data of another size: SVC/SVR stop at "
+                "5,000 rows). Optuna cannot change a knob's choices within a study, so every trial would fail: "
+                "give this fit a new study_name, or the same families.")
 
 
 def in_memory_copy(storage, study_name):

@@ -60,7 +60,8 @@ class SharedSearch:
     n_startup_trials : int
         Random trials before TPE models the history (per Hyperband bracket).
     max_trials : int or None
-        Started trials in the study at which every worker stops.
+        Started trials in the study at which every worker stops (checked after each trial, so each
+        worker may start one more).
     deadline : float or None
         Epoch seconds after which no trial starts (clocks of the machines must agree, as with NTP).
     grace : float

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -13,6 +14,7 @@ from automl import AutoClassifier
 from automl.components import ComponentSpec
 from automl.datasets import load_dataset
 from automl.exceptions import DataRepairWarning, DataValidationError, LeakageWarning
+from automl.search import open_storage
 
 TINY = dict(time_budget=None, n_trials=3, include=["logreg"], cv=2, tracking=False, verbose=0,
             random_state=0)
@@ -67,6 +69,18 @@ def test_continued_study_keeps_trials_apart_by_search_key(credit_g, tmp_path):
     assert third.search_key_ != first.search_key_
     assert set(third.leaderboard_["trial"]).isdisjoint(second.leaderboard_["trial"])
     assert len(third.leaderboard_) == 3 and len(third.study_.trials) >= 9
+
+
+def test_continuing_a_study_with_other_families_is_refused_before_any_trial(credit_g, tmp_path):
+    X, y, _, _ = credit_g
+    params = dict(TINY, n_trials=2, cv=3, storage=str(tmp_path / "study.journal"))
+    AutoClassifier(**dict(params, include=["logreg", "hgb"])).fit(X, y)
+    # Optuna cannot change the choices of "model" within a study: every trial would have failed.
+    with pytest.raises(ValueError, match=r"chose their model among \[.*'hgb'.*\]; this fit offers \[.*'rf'.*\]"):
+        AutoClassifier(**dict(params, include=["logreg", "rf"])).fit(X, y)
+    study = optuna.load_study(study_name="automl", storage=open_storage(params["storage"], tmp_path))
+    assert len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
+                                        optuna.trial.TrialState.FAIL))) == 2
 
 
 def test_string_labels_probabilities_and_holdout(credit_g):

@@ -84,6 +84,7 @@ def _trials(study_name, states=None):
 
 
 def _pid_of(trial):
+    assert "worker" in trial.user_attrs, f"trial {trial.number} ({trial.state.name}) is not signed: {trial}"
     return int(trial.user_attrs["worker"].rpartition(":")[2])
 
 
@@ -99,7 +100,8 @@ def test_three_workers_share_one_search_and_the_ensemble_sees_all_their_trials(
     assert [code for code, _ in outputs] == [0, 0, 0], outputs
 
     trials = _trials(study)
-    assert len(trials) == 30 and all(t.state.is_finished() for t in trials)
+    # The cap is checked by each process after its trial (Optuna's MaxTrialsCallback): up to one more per worker.
+    assert 30 <= len(trials) <= 33 and all(t.state.is_finished() for t in trials)
     ran_by = {_pid_of(t) for t in trials}
     worker_pids = {process.pid for process, _ in workers}
     assert worker_pids <= ran_by, f"every worker ran trials: {ran_by} vs {worker_pids}"
@@ -122,7 +124,7 @@ def test_three_workers_share_one_search_and_the_ensemble_sees_all_their_trials(
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == model.mlflow_run_id_]
     assert [r.info.run_id for r in parents] == [model.mlflow_run_id_]
-    assert len(children) == 30
+    assert len(children) == len(trials)
     assert {int(r.data.tags["worker"].rpartition(":")[2]) for r in children} == ran_by
 
 
@@ -149,8 +151,13 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
                 return
             for t in study_.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
                 if t.user_attrs.get("worker", "").endswith(f":{victim.pid}"):
-                    os.kill(victim.pid, signal.SIGKILL)
-                    killed.update(number=t.number, at=time.time())
+                    # Freeze it, then make sure the trial did not end in between: then it dies mid-trial.
+                    os.kill(victim.pid, signal.SIGSTOP)
+                    if {x.number for x in _trials(study, states=(TrialState.RUNNING,))} & {t.number}:
+                        os.kill(victim.pid, signal.SIGKILL)
+                        killed.update(number=t.number, at=time.time())
+                    else:
+                        os.kill(victim.pid, signal.SIGCONT)
                     return
 
     estimator = AutoClassifier(**FIT, n_trials=24, include=["rf"], storage=_rdb(**HEARTBEAT), study_name=study,
@@ -168,7 +175,7 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
     dead = trials[killed["number"]]
     assert dead.state == TrialState.FAIL  # failed by its missing heartbeat, not left RUNNING
     assert "worker" in model.leaderboard_.set_index("trial").loc[killed["number"], "note"]
-    assert len(trials) == 24 and not [t for t in trials.values() if t.state == TrialState.RUNNING]
+    assert 24 <= len(trials) <= 26 and not [t for t in trials.values() if t.state == TrialState.RUNNING]
     # The other worker kept going after the kill, and nothing finished was lost: every complete
     # trial, the victim's earlier ones included, is an ensemble candidate.
     assert [t for t in trials.values() if _pid_of(t) == other.pid and t.datetime_start.timestamp() > killed["at"]]
@@ -196,7 +203,7 @@ def test_two_studies_side_by_side_do_not_mix(postgres, credit_csv, tmp_path, sha
     assert [code for code, _ in finish(workers)] == [0, 0]
 
     a, b = _trials(first), _trials(second)
-    assert len(a) == 12 and len(b) == 12
+    assert 12 <= len(a) <= 13 and 12 <= len(b) <= 13
     key_a, key_b = ({t.user_attrs["search_key"] for t in trials} for trials in (a, b))
     assert len(key_a) == 1 and len(key_b) == 1 and key_a != key_b
     assert workers[0][0].pid not in {_pid_of(t) for t in b} and workers[1][0].pid not in {_pid_of(t) for t in a}
@@ -271,14 +278,15 @@ def test_the_fits_oof_dir_means_the_same_to_a_worker_and_a_second_fit_is_refused
     with pytest.raises(RuntimeError, match=f"has a running search, by the fit {shared.fit}"):
         AutoClassifier(**FIT, n_trials=2, include=["logreg", "hgb"], storage=storage, study_name=study,
                        tracking=False).fit(X, y)
-    assert len(_trials(study)) == 16
+    before = len(_trials(study))
+    assert 16 <= before <= 17
     # A search whose fit went silent (killed) is not joined, and does not block a new fit.
     study_object.set_user_attr("automl_search_beat", time.time() - 3600)
     with pytest.raises(TimeoutError, match="has not been seen since .*: it was killed"):
         run_worker(X, y, storage=storage, study_name=study, wait=0)
     AutoClassifier(**FIT, n_trials=2, include=["logreg", "hgb"], storage=storage, study_name=study,
                    tracking=False).fit(X, y)
-    assert len(_trials(study)) == 18
+    assert len(_trials(study)) == before + 2
 
 
 def test_sigterm_stops_a_worker_and_its_processes_and_marks_its_trial(postgres, credit_csv, tmp_path):
@@ -298,7 +306,8 @@ def test_sigterm_stops_a_worker_and_its_processes_and_marks_its_trial(postgres, 
         while not running and time.time() < deadline:
             time.sleep(0.2)
             trials = _trials(study, states=(TrialState.RUNNING,)) if SharedSearch.read(_rdb(**HEARTBEAT), study) else []
-            running = [t for t in trials if _pid_of(t) not in (fit.pid, worker.pid)]  # the worker's pool process
+            # The worker's pool process (a trial just asked for is signed a moment later).
+            running = [t for t in trials if "worker" in t.user_attrs and _pid_of(t) not in (fit.pid, worker.pid)]
         assert running, "the worker never ran a trial"
         pool_pid = _pid_of(running[0])
         worker.send_signal(signal.SIGTERM)
