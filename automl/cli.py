@@ -221,7 +221,7 @@ def add_worker_parser(subparsers):
     p.add_argument("--target", default=None, help="target column (default: the one the fit published)")
     p.add_argument("--time-budget", type=_budget, default=None,
                    help="wall seconds this worker works at most (default: until the search ends)")
-    p.add_argument("--n-jobs", type=int, default=1, help="worker processes on this machine")
+    p.add_argument("--n-jobs", type=_positive, default=1, help="worker processes on this machine")
     p.add_argument("--oof-dir", default=None,
                    help="the fit's --oof-dir as this machine mounts it, if at another path (default: the fit's path)")
     p.add_argument("--tracking-uri", default=None, help="MLflow URI for trial runs (default: the fit's)")
@@ -253,6 +253,14 @@ def run_worker(args):
     result = join_search(X, y, storage=storage, study_name=args.study, time_budget=args.time_budget,
                          n_jobs=args.n_jobs, oof_dir=args.oof_dir, tracking_uri=args.tracking_uri, wait=args.wait)
     print(result.line())
+    return 1 if result.died else 0
+
+
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _local_storage_file(storage):

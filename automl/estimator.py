@@ -11,11 +11,13 @@ import logging
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import NamedTuple
 
 import numpy as np
+import optuna
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
@@ -32,7 +34,10 @@ from .persistence import package_versions
 from .persistence import save as save_model
 from .report import report_artifacts, report_data, write_model_report
 from .scoring import get_metric
-from .search import ProgressLine, count_started, in_memory_copy, leaderboard, open_storage, prepare_study, run_search
+from .search import (
+    ProgressLine, check_storage_spelling, count_started, in_memory_copy, leaderboard, open_storage, prepare_study,
+    run_search,
+)
 from .search_space import portfolio, rebuild
 from .target import class_counts_of, training_classes, widen_proba
 from .tracking import make_tracker
@@ -262,6 +267,7 @@ class _AutoMLBase(BaseEstimator):
 
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
+        check_storage_spelling(self.storage)
         if self.time_budget is None and self.n_trials is None:
             raise ValueError(f"{type(self).__name__} needs a time_budget or n_trials; both are None.")
 
@@ -294,6 +300,7 @@ class _AutoMLBase(BaseEstimator):
         study_name = self.study_name or "automl"
         prepare_study(storage, study_name, setup.metric.direction, portfolio(setup.specs),
                       families=[spec.key for spec in setup.specs])
+        self._warn_unseeded_continuation(storage, study_name)
         oof_dir = workdir if self.oof_dir is None else os.path.join(self.oof_dir, study_name)
         os.makedirs(oof_dir, exist_ok=True)
         search_deadline = None if deadline is None else deadline - FINAL_STAGE_SHARE * self.time_budget
@@ -317,6 +324,18 @@ class _AutoMLBase(BaseEstimator):
         if self.storage is None:  # the default journal is in the temporary workdir, gone after fit
             result.study = in_memory_copy(storage, study_name)
         return result
+
+    def _warn_unseeded_continuation(self, storage, study_name):
+        """Without random_state a continued study's folds differ: its trials are not this search's peers."""
+        if self.random_state is not None:
+            return
+        others = [t for t in optuna.load_study(study_name=study_name, storage=storage).get_trials(deepcopy=False)
+                  if t.user_attrs.get("search_key") not in (None, self.search_key_)]
+        if others:
+            warnings.warn(
+                f"Study {study_name!r} holds {len(others)} trials scored on other folds (random_state=None draws new "
+                "ones each fit): Hyperband prunes this fit's trials against them and they cannot join its ensemble. "
+                "Give random_state to continue a study, or use a new study_name.", UserWarning, stacklevel=4)
 
     def _n_startup_trials(self, n_brackets):
         # Hyperband gives each bracket its own TPE history, so random startup trials are paid per

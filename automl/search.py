@@ -116,10 +116,7 @@ def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRAC
     if not isinstance(storage, (str, os.PathLike)):
         return storage
     if "://" not in str(storage):
-        if str(storage).endswith((".db", ".sqlite", ".sqlite3")):
-            # Read as a journal, a SQLite file fails deep inside with a UnicodeDecodeError.
-            raise ValueError(f"storage {str(storage)!r} looks like a SQLite file: write it as the URL "
-                             f"'sqlite:///{storage}'. A path without '://' is taken for an Optuna journal file.")
+        check_storage_spelling(storage)
         return JournalStorage(JournalFileBackend(str(storage)))
     interval, grace = heartbeat
     with warnings.catch_warnings():
@@ -127,6 +124,20 @@ def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRAC
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.storages.RDBStorage(_with_driver(str(storage)), heartbeat_interval=interval,
                                           grace_period=grace)
+
+
+def check_storage_spelling(storage):
+    """Refuse a SQLite file given as a bare path (read as a journal, it fails deep inside with a UnicodeDecodeError).
+
+    Raises
+    ------
+    ValueError
+        For a string without ``://`` ending in ``.db``, ``.sqlite`` or ``.sqlite3``; the message gives the URL.
+    """
+    if isinstance(storage, (str, os.PathLike)) and "://" not in str(storage) and str(storage).endswith(
+            (".db", ".sqlite", ".sqlite3")):
+        raise ValueError(f"storage {str(storage)!r} looks like a SQLite file: write it as the URL "
+                         f"'sqlite:///{storage}'. A path without '://' is taken for an Optuna journal file.")
 
 
 def _with_driver(url):
@@ -165,6 +176,8 @@ class SearchResult:
         trial logger does), summed over the workers that ended normally.
     launch : str
         Id of this search's launch, the user attribute ``launch`` of every trial its workers ran.
+    died : int
+        Worker processes of this call that died (killed from outside) before the end.
     """
 
     study: optuna.Study
@@ -173,6 +186,7 @@ class SearchResult:
     killed: int
     callback_seconds: float
     launch: str = ""
+    died: int = 0
 
 
 def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, max_trials=None, deadline=None,
@@ -231,20 +245,20 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
     launch = uuid.uuid4().hex
     if n_jobs == 1 and deadline is None:
         callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, None, launch)]
-        killed = 0
+        killed = died = 0
     else:
         threads = _threads_per_worker(n_jobs)
         tasks = [
             (study_name, storage, sampler, pruner, objective, callbacks, deadline, i, threads, launch)
             for i in range(n_jobs)
         ]
-        callback_seconds, killed = _run_in_processes(tasks, storage, study_name, deadline, grace, launch)
+        callback_seconds, killed, died = _run_in_processes(tasks, storage, study_name, deadline, grace, launch)
     if wait_for_others:
         # Joined workers stop their own busy processes at deadline + the same grace; a second more for the storage.
         killed += wait_for_running(storage, study_name, None if deadline is None else deadline + grace + 1.0)
     study = optuna.load_study(study_name=study_name, storage=storage)
     return SearchResult(study=study, oof=load_oof(study, oof_dir, search_key), seconds=time.time() - started,
-                        killed=killed, callback_seconds=float(sum(callback_seconds)), launch=launch)
+                        killed=killed, callback_seconds=float(sum(callback_seconds)), launch=launch, died=died)
 
 
 def _threads_per_worker(n_jobs):
@@ -309,14 +323,16 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
         executor.shutdown(wait=True, kill_workers=True)
         logger.warning("Stopped %d search worker(s) %.0f s after the search deadline.", len(busy), grace)
         killed = fail_running(storage, study_name, launch)
-    seconds = []
+    seconds, died = [], 0
     for future in done:
         try:
             seconds.append(future.result())
         except TerminatedWorkerError as exc:  # a worker process killed from outside (OOM killer, kill -9)
-            logger.warning("A search worker process died (%s); the other workers went on.", str(exc).splitlines()[0])
+            died += 1
+            logger.warning("A search worker process died (%s); its running trial is marked failed.",
+                           str(exc).splitlines()[0])
             killed += _fail_dead(storage, study_name, launch)
-    return seconds, killed
+    return seconds, killed, died
 
 
 def fail_running(storage, study_name, launch=None, reason="stopped at the time budget"):
@@ -355,11 +371,15 @@ def wait_for_running(storage, study_name, until=None, poll=0.5):
     still running are marked failed.
     """
     study = optuna.load_study(study_name=study_name, storage=storage)
-    failed = 0
+    failed, started, said = 0, time.time(), False
     while True:
         running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
         if not running:
             return failed
+        if not said and time.time() - started > 10:
+            logger.warning("Waiting for %d trial(s) that other workers are running: %s.", len(running),
+                           ", ".join(f"{t.number} by {t.user_attrs.get('worker', '?')}" for t in running[:5]))
+            said = True
         if until is not None and time.time() > until:
             return failed + fail_running(storage, study_name)
         with warnings.catch_warnings():
@@ -502,7 +522,11 @@ class _Signed:
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         if self.launch is not None:
             trial.set_user_attr("launch", self.launch)
-        return self.objective(trial)
+        try:
+            return self.objective(trial)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it: Optuna fails the trial, we say why
+            trial.set_user_attr("error", "interrupted")
+            raise
 
 
 class _StopWhenOrphaned:

@@ -156,9 +156,9 @@ class SharedSearch:
     def keep_alive(self, storage, study_name):
         """Write the fit's sign of life every FIT_BEAT seconds while the block runs (a daemon thread)."""
         stop = threading.Event()
+        study = _study(storage, study_name)  # here: quiet_optuna is not thread-safe, the trials' is running
 
         def beat():
-            study = _study(storage, study_name)
             while not stop.wait(FIT_BEAT):
                 study.set_user_attr(BEAT_ATTR, time.time())
 
@@ -268,7 +268,8 @@ def _why_not_open(shared, study_name, wait=None):
     if shared.state != "running":
         return f"The search of study {study_name!r} is closed (its fit {shared.fit} has finished); nothing to join."
     if shared.deadline is not None and time.time() >= shared.deadline:
-        return f"The search of study {study_name!r} passed its deadline {_clock(shared.deadline)}; nothing to join."
+        return (f"The search of study {study_name!r} passed its deadline {_clock(shared.deadline)}; nothing to join "
+                "(if its fit still runs, this machine's clock disagrees with the fit's: synchronize them, e.g. NTP).")
     return (f"The fit {shared.fit} of study {study_name!r} has not been seen since "
             f"{_clock(shared.beat) if shared.beat else 'it published its search'}: it was killed; nothing to join.")
 
@@ -284,16 +285,20 @@ class WorkerResult:
         Trials this worker ran, by final state (``COMPLETE``, ``PRUNED``, ``FAIL``).
     seconds : float
         Wall seconds from start (waiting for the search included) to the end.
+    died : int
+        Worker processes of this worker that died (killed from outside); their trials were marked failed.
     """
 
     study_name: str
     counts: dict
     seconds: float
+    died: int = 0
 
     def line(self):
         done = ", ".join(f"{n} {state.lower()}" for state, n in self.counts.items()) or "no trials"
         who = f"{socket.gethostname()}:{os.getpid()}"
-        return f"worker {who} of study {self.study_name!r}: {done} in {self.seconds:.0f} s"
+        died = f"; {self.died} of its processes died" if self.died else ""
+        return f"worker {who} of study {self.study_name!r}: {done} in {self.seconds:.0f} s{died}"
 
 
 def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir=None, tracking_uri=None,
@@ -342,6 +347,15 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     if shared.not_joinable:
         raise ValueError(f"The search of study {study_name!r} uses {shared.not_joinable}, which a worker "
                          "cannot rebuild; only the fit's own n_jobs can run its trials.")
+    if not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be an int of at least 1; got {n_jobs!r}.")
+    fit_host = shared.fit.rpartition(":")[0]
+    if fit_host != socket.gethostname() and heartbeat_of(storage) is None:
+        # A journal file has no heartbeat: a dead worker of another machine would leave its trial
+        # running for ever, and a fit without a deadline would wait for it for ever.
+        raise ValueError(f"The fit of study {study_name!r} runs on {fit_host} and its storage has no heartbeat (a "
+                         "journal file): workers of other machines need an RDB storage, PostgreSQL (or SQLite "
+                         "on one machine). Start the fit with --storage postgresql://...")
     storage = _with_heartbeat(storage, shared.heartbeat)
     name = getattr(y, "name", None)
     if shared.target is not None and isinstance(name, str) and name != shared.target:
@@ -362,7 +376,7 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     ours = [t for t in result.study.get_trials(deepcopy=False) if t.user_attrs.get("launch") == result.launch]
     counts = {state.name: sum(t.state == state for t in ours)
               for state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
-    return WorkerResult(study_name, {k: v for k, v in counts.items() if v}, time.time() - started)
+    return WorkerResult(study_name, {k: v for k, v in counts.items() if v}, time.time() - started, result.died)
 
 
 def _with_heartbeat(storage, heartbeat):

@@ -351,3 +351,36 @@ def test_a_worker_with_another_target_is_told_the_fits(postgres, credit_csv):
     frame = pd.read_csv(credit_csv)
     with pytest.raises(DataValidationError, match="target is 'age'; the fit of study .* searches on target 'class'"):
         run_worker(frame.drop(columns=["age"]), frame["age"], storage=storage, study_name=study, wait=0)
+
+
+def test_a_journal_is_refused_to_workers_of_other_machines_and_bad_n_jobs(tmp_path, credit_csv):
+    X, y = _credit(credit_csv)
+    journal = str(tmp_path / "study.journal")
+    AutoClassifier(**FIT, n_trials=1, include=["logreg"], storage=journal, study_name="j", tracking=False).fit(X, y)
+    storage = open_storage(journal, tmp_path)
+    study = optuna.load_study(study_name="j", storage=storage)
+    # As if the fit ran, alive, on another machine: a journal has no heartbeat to find its dead workers.
+    study.set_user_attr(SEARCH_ATTR, {**study.user_attrs[SEARCH_ATTR], "state": "running", "fit": "elsewhere:1"})
+    study.set_user_attr("automl_search_beat", time.time())
+    with pytest.raises(ValueError, match="runs on elsewhere and its storage has no heartbeat"):
+        run_worker(X, y, storage=journal, study_name="j", wait=0)
+    with pytest.raises(ValueError, match="n_jobs must be an int of at least 1; got 0"):
+        run_worker(X, y, storage=journal, study_name="j", wait=0, n_jobs=0)
+    from automl.cli import main
+
+    with pytest.raises(SystemExit) as exited:  # argparse: exit code 2
+        main(["worker", "--storage", journal, "--study", "j", "--data", str(credit_csv), "--n-jobs", "0"])
+    assert exited.value.code == 2
+
+
+def test_continuing_a_study_without_random_state_warns_of_other_folds(tmp_path, credit_csv):
+    X, y = _credit(credit_csv)
+    params = dict(FIT, random_state=None, n_trials=2, include=["logreg"], storage=str(tmp_path / "s.journal"),
+                  tracking=False)
+    with pytest.warns(UserWarning, match="holds 2 trials scored on other folds") as caught:
+        AutoClassifier(**params).fit(X, y)
+        AutoClassifier(**params).fit(X, y)
+    assert sum("scored on other folds" in str(w.message) for w in caught) == 1  # the first fit had none
+    with pytest.raises(ValueError, match="looks like a SQLite file"):  # refused before anything is made
+        AutoClassifier(**dict(params, storage=str(tmp_path / "x.db"))).fit(X, y)
+    assert not (tmp_path / "x.db").exists()
