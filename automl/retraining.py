@@ -230,7 +230,8 @@ def warm_start(storage, study_name, snapshot, marker, top_k=WARM_START_TOP_K):
     import optuna
     from optuna.trial import TrialState
 
-    from .search import fail_running, quiet_optuna
+    from .liveness import fail_running
+    from .search import quiet_optuna
 
     marker = Path(marker)
     try:

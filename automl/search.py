@@ -11,7 +11,6 @@ import concurrent.futures
 import importlib.util
 import logging
 import os
-import socket
 import sys
 import time
 import uuid
@@ -27,6 +26,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
 
+from .liveness import SignedObjective, fail_dead, fail_running, finished_elsewhere, wait_for_running
 from .objective import oof_path
 
 logger = logging.getLogger(__name__)
@@ -331,96 +331,8 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
             died += 1
             logger.warning("A search worker process died (%s); its running trial is marked failed.",
                            str(exc).splitlines()[0])
-            killed += _fail_dead(storage, study_name, launch)
+            killed += fail_dead(storage, study_name, launch)
     return seconds, killed, died
-
-
-def fail_running(storage, study_name, launch=None, reason="stopped at the time budget"):
-    """Mark trials left RUNNING by a stopped (or killed) worker as failed, with the reason; return their count.
-
-    Parameters
-    ----------
-    storage : str or optuna.storages.BaseStorage
-    study_name : str
-    launch : str or None
-        Only trials started by the :func:`run_search` call with this id (user attribute ``launch``):
-        workers of other processes sharing the study are not ours to stop. None: every running trial.
-    reason : str
-        Stored as the trial's user attribute ``error``.
-    """
-    storage = optuna.storages.get_storage(storage)
-    study = optuna.load_study(study_name=study_name, storage=storage)
-    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    running = [t for t in running if launch is None or t.user_attrs.get("launch") == launch]
-    for trial in running:
-        try:
-            # The storage API addresses trials by their internal id; FrozenTrial keeps it as _trial_id.
-            storage.set_trial_user_attr(trial._trial_id, "error", reason)
-            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        except optuna.exceptions.UpdateFinishedTrialError:
-            pass  # it finished meanwhile: nothing to mark
-    return len(running)
-
-
-def wait_for_running(storage, study_name, until=None, poll=0.5):
-    """Wait until no trial of the study is running; mark failed those of dead workers; return their count.
-
-    A worker on another machine is dead when its trial's heartbeat is older than the storage's grace
-    period (RDB storages, :func:`optuna.storages.fail_stale_trials`); a worker on this machine when
-    its process is gone (the only test a journal file has). At ``until`` (epoch seconds) the trials
-    still running are marked failed.
-    """
-    study = optuna.load_study(study_name=study_name, storage=storage)
-    failed, started, said = 0, time.time(), False
-    while True:
-        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        if not running:
-            return failed
-        if not said and time.time() - started > 10:
-            logger.warning("Waiting for %d trial(s) that other workers are running: %s.", len(running),
-                           ", ".join(f"{t.number} by {t.user_attrs.get('worker', '?')}" for t in running[:5]))
-            said = True
-        if until is not None and time.time() > until:
-            return failed + fail_running(storage, study_name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)
-        failed += _fail_dead(storage, study_name)
-        time.sleep(poll)
-
-
-def _fail_dead(storage, study_name, launch=None):
-    """Fail the running trials (of ``launch``, or all) whose worker process of this machine is gone."""
-    study = optuna.load_study(study_name=study_name, storage=storage)
-    failed = 0
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = trial.user_attrs.get("worker")
-        if (launch is None or trial.user_attrs.get("launch") == launch) and not _worker_alive(worker):
-            failed += _fail_one(study, trial, f"worker {worker} died")
-    return failed
-
-
-def _fail_one(study, trial, reason):
-    try:
-        study._storage.set_trial_user_attr(trial._trial_id, "error", reason)
-        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        return 1
-    except optuna.exceptions.UpdateFinishedTrialError:
-        return 0
-
-
-def _worker_alive(worker):
-    """False only for a worker of this machine whose process is gone; other machines' are left to heartbeats."""
-    host, _, pid = str(worker).rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def prepare_study(storage, study_name, direction, configs, families=None):
@@ -491,42 +403,18 @@ def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, 
         orphaned = _StopWhenOrphaned(os.getppid())
         while deadline is None or time.time() < deadline:
             try:
-                study.optimize(_Signed(objective, launch), timeout=None if deadline is None else deadline - time.time(),
-                               catch=(Exception,), callbacks=[*callbacks, orphaned])
+                timeout = None if deadline is None else deadline - time.time()
+                study.optimize(SignedObjective(objective, launch), timeout=timeout, catch=(Exception,),
+                               callbacks=[*callbacks, orphaned])
                 break
             except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as exc:
-                if not _finished_elsewhere(exc):
+                if not finished_elsewhere(exc):
                     raise
                 # Another process failed our trial (past the deadline, or judged stale): the search goes on.
                 logger.warning("A trial of this worker was ended by another process (%s); going on.", exc)
     if orphaned.gone and threads is not None:
         os._exit(0)  # a pool process whose owner was killed: nobody will collect a result, nor reuse it
     return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
-
-
-def _finished_elsewhere(exc):
-    return isinstance(exc, optuna.exceptions.UpdateFinishedTrialError) or str(exc).startswith("Cannot tell a ")
-
-
-class _Signed:
-    """The objective, with each trial signed by the worker that runs it (``host:pid``) and its launch.
-
-    The signature tells a dead worker's trial from a live one (:func:`wait_for_running`) and which
-    trials a search may stop (:func:`fail_running`); MLflow shows it as the trial run's ``worker`` tag.
-    """
-
-    def __init__(self, objective, launch):
-        self.objective, self.launch = objective, launch
-
-    def __call__(self, trial):
-        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
-        if self.launch is not None:
-            trial.set_user_attr("launch", self.launch)
-        try:
-            return self.objective(trial)
-        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it: Optuna fails the trial, we say why
-            trial.set_user_attr("error", "interrupted")
-            raise
 
 
 class _StopWhenOrphaned:

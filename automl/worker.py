@@ -27,9 +27,10 @@ import optuna
 from optuna.trial import TrialState
 
 from .exceptions import DataValidationError
+from .liveness import worker_alive
 from .objective import CVObjective
 from .search import (
-    ProgressLine, _worker_alive, heartbeat_of, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
+    ProgressLine, heartbeat_of, make_pruner, make_sampler, open_storage, quiet_optuna, run_search,
 )
 
 logger = logging.getLogger(__name__)
@@ -196,7 +197,7 @@ class SharedSearch:
     def fit_alive(self):
         """The fit's process has not gone (on this machine) and wrote a sign of life in the last FIT_STALE s."""
         fresh = self.beat is not None and time.time() - self.beat < FIT_STALE
-        return fresh and _worker_alive(self.fit)
+        return fresh and worker_alive(self.fit)
 
     @classmethod
     def wait_for(cls, storage, study_name, wait):

@@ -21,7 +21,8 @@ from optuna.trial import TrialState
 
 from automl import AutoClassifier
 from automl.exceptions import DataValidationError
-from automl.search import _worker_alive, open_storage, wait_for_running
+from automl.liveness import wait_for_running, worker_alive
+from automl.search import open_storage
 from automl.worker import SEARCH_ATTR, SharedSearch, run_worker
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # bare: open_storage picks psycopg 3
@@ -246,7 +247,7 @@ def test_a_dead_local_worker_is_found_by_its_process_on_a_journal(tmp_path):
     for pid in (dead.pid, os.getpid()):
         trial = study.ask()
         trial.set_user_attr("worker", f"{socket.gethostname()}:{pid}")
-    assert not _worker_alive(f"{socket.gethostname()}:{dead.pid}") and _worker_alive("elsewhere:1")
+    assert not worker_alive(f"{socket.gethostname()}:{dead.pid}") and worker_alive("elsewhere:1")
     failed = wait_for_running(storage, "s", until=time.time() + 2)
     states = [t.state for t in study.get_trials()]
     assert failed == 2 and states == [TrialState.FAIL, TrialState.FAIL]  # the dead one, then the live one at `until`
@@ -315,7 +316,7 @@ def test_sigterm_stops_a_worker_and_its_processes_and_marks_its_trial(postgres, 
         assert worker.returncode == 130, open(log).read()
         assert "worker interrupted" in open(log).read()
         time.sleep(1.0)
-        assert not _worker_alive(f"{socket.gethostname()}:{pool_pid}")  # no process left behind
+        assert not worker_alive(f"{socket.gethostname()}:{pool_pid}")  # no process left behind
         mine = [t for t in _trials(study) if _pid_of(t) == pool_pid]
         assert mine and all(t.state != TrialState.RUNNING for t in mine)
         assert [t.user_attrs.get("error") for t in mine if t.state == TrialState.FAIL] == ["interrupted"]
