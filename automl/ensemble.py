@@ -67,9 +67,10 @@ class _WeightedEnsemble(BaseEstimator):
         members = [self.estimators[i] for i in kept]
         rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
         # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between them.
-        with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // self.n_jobs)):
+        threads = max(1, (os.cpu_count() or 1) // self.n_jobs)
+        with threadpool_limits(limits=threads):
             fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(_fit_member)(member, X, y, train) for member in members for train in rows
+                delayed(_fit_member)(member, X, y, train, threads) for member in members for train in rows
             )
         if self.final_fit == "refit":
             self.estimators_ = fitted
@@ -339,11 +340,15 @@ def _take_rows(X, indices):
     return np.asarray(X)[indices] if isinstance(X, list) else X[indices]
 
 
-def _fit_member(member, X, y, rows=None):
-    """A fitted clone of ``member``, on all rows or on the given row indices."""
-    if rows is None:
-        return clone(member).fit(X, y)
-    return clone(member).fit(_take_rows(X, rows), y[rows])
+def _fit_member(member, X, y, rows=None, threads=None):
+    """A fitted clone of ``member``, on all rows or on the given row indices, on at most ``threads`` threads."""
+    # OpenMP's thread count is a per-thread setting: the limit of the thread that started the
+    # Parallel does not reach joblib's threads, and two HistGradientBoosting fits each spinning
+    # an OpenMP team on all cores took 4-8x their time (segment: 11 s for a 1.5 s refit).
+    with threadpool_limits(limits=threads):
+        if rows is None:
+            return clone(member).fit(X, y)
+        return clone(member).fit(_take_rows(X, rows), y[rows])
 
 
 def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_state, ensemble_size,
@@ -384,9 +389,9 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
     if seconds_left is not None:
         # A refit on all rows costs about one fold's fit, duration / (k - 1); bagging the whole duration.
-        share = (1.0 if final_fit == "bag" else 1.0 / (len(folds) - 1)) / n_jobs
+        share = 1.0 if final_fit == "bag" else 1.0 / (len(folds) - 1)
         costs = {n: trials[n].duration.total_seconds() * share for n in chosen}
-        chosen = members_in_time(chosen, costs, seconds_left)
+        chosen = members_in_time(chosen, costs, seconds_left, n_jobs)
     members = [build(trials[n].params) for n in chosen]
     kind = WeightedEnsembleRegressor if metric.task == "regression" else WeightedEnsembleClassifier
     ensemble = kind(estimators=members, weights=list(chosen.values()), final_fit=final_fit, cv=folds, n_jobs=n_jobs)
@@ -396,30 +401,38 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     return ensemble.fit(X, y), chosen, (kept, best_single)
 
 
-def members_in_time(chosen, costs, seconds_left):
+def members_in_time(chosen, costs, seconds_left, n_jobs=1):
     """Drop the lightest members whose final fit would not end in the time left.
+
+    The members' fits run on ``n_jobs`` threads, each taking the next member when it is free
+    (greedy list scheduling). Graham's bound on such a schedule, ``sum / n_jobs + (1 - 1 / n_jobs) *
+    max`` (Graham, "Bounds on multiprocessing timing anomalies", SIAM J. Appl. Math., 1969), is the
+    estimate: it allows for one long member finishing alone, where the plain sum / n_jobs does not.
 
     Parameters
     ----------
     chosen : dict of int -> float
         Weight by trial number, from ensemble selection.
     costs : dict of int -> float
-        Estimated seconds of each member's final fit.
+        Estimated seconds of each member's final fit on one thread.
     seconds_left : float
         Seconds the final fit may take.
+    n_jobs : int, default=1
+        Members fitted at once.
 
     Returns
     -------
     kept : dict of int -> float
-        The heaviest members whose summed cost fits (always at least the heaviest one), weights
+        The heaviest members whose estimated schedule fits (always at least the heaviest one), weights
         renormalized to sum to 1, by trial number.
     """
-    kept, cost = {}, 0.0
+    kept, kept_costs = {}, []
     for number, weight in sorted(chosen.items(), key=lambda item: -item[1]):
-        cost += costs[number]
-        if kept and cost > seconds_left:
+        candidate = [*kept_costs, costs[number]]
+        if kept and sum(candidate) / n_jobs + (1 - 1 / n_jobs) * max(candidate) > seconds_left:
             continue
         kept[number] = weight
+        kept_costs = candidate
     if len(kept) < len(chosen):
         logger.warning("Kept %d of %d ensemble members to end the fit within the time budget.",
                        len(kept), len(chosen))

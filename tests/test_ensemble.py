@@ -1,6 +1,7 @@
 """Tests of automl.ensemble.WeightedEnsembleClassifier on sklearn's iris and breast-cancer data."""
 
 import doctest
+import os
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
+from threadpoolctl import threadpool_info
 
 from automl import ensemble as ensemble_module
 from automl.ensemble import WeightedEnsembleClassifier
@@ -55,6 +57,30 @@ def test_weights_are_normalized_and_zero_weight_members_dropped(iris):
     assert len(ensemble.estimators_) == 1
     np.testing.assert_array_equal(ensemble.weights_, [1.0])
     np.testing.assert_array_equal(ensemble.predict_proba(X), logistic().fit(X, y).predict_proba(X))
+
+
+class _ThreadCountingTree(DecisionTreeClassifier):
+    """Records the OpenMP thread count its fit would start (per thread, as OpenMP keeps it)."""
+
+    seen = []
+
+    def fit(self, X, y, sample_weight=None):
+        openmp = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "openmp"]
+        type(self).seen.append(max(openmp))
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores to share out")
+def test_parallel_member_fits_share_the_cores_out(iris):
+    # Loads scikit-learn's OpenMP runtime, which HistGradientBoosting members would use.
+    import sklearn.ensemble._hist_gradient_boosting._gradient_boosting  # noqa: F401
+
+    X, y = iris
+    _ThreadCountingTree.seen = []
+    members = [_ThreadCountingTree(max_depth=d, random_state=0) for d in (2, 3, 4, 5)]
+    WeightedEnsembleClassifier(estimators=members, weights=[1, 1, 1, 1], n_jobs=2).fit(X, y)
+    # Each of the 2 threads may use half the cores; joblib's threads do not inherit the caller's limit.
+    assert _ThreadCountingTree.seen == [os.cpu_count() // 2] * 4
 
 
 def test_bag_fits_one_model_per_fold(iris):
@@ -159,3 +185,22 @@ def test_docstring_examples_run():
     result = doctest.testmod(ensemble_module)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_members_in_time_keeps_what_two_threads_can_fit():
+    chosen = {3: 0.5, 7: 0.3, 9: 0.2}
+    # Two threads: 4 + 4 + 4 s spread as 8 s and 4 s; Graham's bound says 12/2 + 4/2 = 8 s.
+    assert ensemble_module.members_in_time(chosen, {3: 4.0, 7: 4.0, 9: 4.0}, 8.0, n_jobs=2) == chosen
+    # One long member runs alone: 10 s and 1 s on two threads take 10 s, not the (10 + 1) / 2 = 5.5
+    # a plain sum over threads would predict, so the lighter member is dropped at 8 s.
+    kept = ensemble_module.members_in_time({3: 0.6, 7: 0.4}, {3: 10.0, 7: 1.0}, 8.0, n_jobs=2)
+    assert kept == {3: 1.0}
+
+
+def test_members_in_time_drops_the_lightest_and_renormalizes():
+    chosen = {1: 0.5, 2: 0.3, 4: 0.2}
+    kept = ensemble_module.members_in_time(chosen, {1: 2.0, 2: 5.0, 4: 1.0}, 3.5, n_jobs=1)
+    # Member 2 (0.3) would end at 7 s; member 4 (0.2) still fits after member 1.
+    assert kept == pytest.approx({1: 0.5 / 0.7, 4: 0.2 / 0.7})
+    # The heaviest member is kept even when it alone is over the time left.
+    assert ensemble_module.members_in_time(chosen, {1: 9.0, 2: 1.0, 4: 1.0}, 0.5) == {1: 1.0}
