@@ -87,10 +87,13 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
             return metric.signed(y_part, estimator.predict(X_part))
         return metric.signed(y_part, aligned_proba(estimator, X_part, n_classes))
 
-    n_rows = []
+    n_rows, fold_seconds = [], 0.0
     for train, test in folds[:MAX_FOLDS]:
-        if deadline is not None and time.time() >= deadline:
+        # Not started when the last fold's pace says it would end past the deadline: a fit cannot be
+        # stopped once begun, so a fold begun just before the deadline would overrun it by a whole fit.
+        if deadline is not None and time.time() + fold_seconds >= deadline:
             break
+        fold_started = time.time()
         fitted = clone(model).fit(X.iloc[train], y[train])
         scoring_started = time.time()
         scores.append(scorer(fitted, X.iloc[test], y[test]))
@@ -103,6 +106,7 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
                                         random_state=rng.randint(2**31 - 1))
         importances.append(result.importances_mean)
         n_rows.append(len(test))
+        fold_seconds = time.time() - fold_started
     seconds = time.time() - started
     if not importances:
         return LeakageReport((), (f"Model check skipped: the time left ({seconds:.1f} s used) was too short "

@@ -68,17 +68,6 @@ def test_a_passed_deadline_skips_the_check_and_says_so(leaky):
     assert report.findings == () and report.notes[0].startswith("Model check skipped")
 
 
-def test_a_short_deadline_scores_fewer_folds(leaky, monkeypatch):
-    X, y, profile, folds = leaky
-    # After the first fold, the clock says the deadline has passed: one fold is scored, not three.
-    clock = iter([100.0, 100.0, 100.0, 100.0, 100.5, 200.0])
-    monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: next(clock, 300.0)))
-    report = check_model_dominance(hgb_pipeline(profile), X, y, folds, metric="roc_auc", random_state=0,
-                                   deadline=150.0)
-    (finding,) = report.findings
-    assert finding.evidence["n_folds"] == 1 and "on 1 held-out fold(s)" in report.notes[0]
-
-
 def test_rows_shuffled_shrink_to_the_time_left(monkeypatch):
     from automl.dominance import _rows_in_time
 
@@ -104,3 +93,24 @@ def test_reports_add_up_high_first_with_their_notes():
     high = LeakageReport((LeakFinding("b", "dominant_feature", "high", {}, "h"),), ("model",))
     total = medium + high
     assert [f.column for f in total.findings] == ["b", "a"] and total.notes == ("data", "model")
+
+
+def test_a_fold_is_not_started_when_the_last_ones_pace_would_pass_the_deadline(leaky, monkeypatch):
+    from automl import dominance
+
+    X, y, profile, folds = leaky
+    clock, real_clone = [100.0], dominance.clone
+
+    def slow_clone(model):  # every fit takes 40 s of the fake clock
+        copy = real_clone(model)
+        fit = copy.fit
+        copy.fit = lambda *args, **kwargs: (clock.__setitem__(0, clock[0] + 40.0), fit(*args, **kwargs))[1]
+        return copy
+
+    monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: clock[0]))
+    monkeypatch.setattr("automl.dominance.clone", slow_clone)
+    report = check_model_dominance(hgb_pipeline(profile), X, y, folds, metric="roc_auc", random_state=0,
+                                   deadline=150.0)
+    # The first fold ended at 140 s; a second 40 s fold would end at 180 s, past 150: never begun.
+    assert clock[0] == 140.0
+    assert report.findings[0].evidence["n_folds"] == 1

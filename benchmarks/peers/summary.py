@@ -270,11 +270,19 @@ SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-single", "hgb", "
                 "autogluon", "autogluon-best"]
 
 
-def summarize(csv_path):
+def summarize(csv_path, datasets=None, seeds=None):
     """The whole markdown report of a results CSV: one section per budget for the classification
-    datasets, then one per budget for the regression datasets."""
+    datasets, then one per budget for the regression datasets. ``datasets`` and ``seeds`` (lists or
+    None for all) keep only those rows."""
     frame = latest(pd.read_csv(csv_path))
-    header = ["# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs). "
+    chosen = ""
+    if datasets is not None:
+        frame = frame[frame["dataset"].isin(datasets)]
+        chosen += f" Datasets: {' '.join(datasets)}."
+    if seeds is not None:
+        frame = frame[frame["seed"].isin(seeds)]
+        chosen += f" Seeds: {' '.join(map(str, seeds))}."
+    header = ["# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs).{chosen} "
               "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
     regression = frame["task"] == REGRESSION
     sections = [budget_section(block, budget) for budget, block in frame[~regression].groupby("budget")]
