@@ -344,7 +344,7 @@ def _fit_member(member, X, y, rows=None, threads=None):
     """A fitted clone of ``member``, on all rows or on the given row indices, on at most ``threads`` threads."""
     # OpenMP's thread count is a per-thread setting: the limit of the thread that started the
     # Parallel does not reach joblib's threads, and two HistGradientBoosting fits each spinning
-    # an OpenMP team on all cores took 4-8x their time (segment: 11 s for a 1.5 s refit).
+    # an OpenMP team on all cores took 4-5x their time (segment: 3.6 s for a 0.7 s refit).
     with threadpool_limits(limits=threads):
         if rows is None:
             return clone(member).fit(X, y)
