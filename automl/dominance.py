@@ -53,8 +53,9 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
     threshold : float, default=0.5
         Share of the total positive importance above which a column is reported.
     deadline : float or None, default=None
-        Wall-clock time (``time.time()``) to end by: no fold starts after it, and the rows
-        shuffled are cut to what the time left allows (timed from scoring the fold's test part).
+        Wall-clock time (``time.time()``) to end by: no fold starts that the previous fold's
+        duration says would end after it, and the rows shuffled are cut to what the time left
+        allows (timed from scoring the fold's test part).
         If fewer than ``MIN_PERMUTATION_ROWS`` fit, the fold is not scored and, with no fold
         scored, the report says so in ``notes``.
 

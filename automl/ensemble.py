@@ -5,7 +5,6 @@ turns those weights into an sklearn classifier that can be fit, cloned, pickled 
 """
 
 import logging
-import os
 import warnings
 
 import numpy as np
@@ -15,6 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from ._threads import threads_per_job
 from .ensemble_selection import EnsembleSelection, weighted_average
 from .exceptions import NoSuccessfulTrialsError
 
@@ -66,10 +66,12 @@ class _WeightedEnsemble(BaseEstimator):
         check_consistent_length(X, y)
         members = [self.estimators[i] for i in kept]
         rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
-        # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between them.
-        threads = max(1, (os.cpu_count() or 1) // self.n_jobs)
+        # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between the
+        # threads that have work (a single member gets them all).
+        n_threads = min(self.n_jobs, len(members) * len(rows))
+        threads = threads_per_job(n_threads)
         with threadpool_limits(limits=threads):
-            fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            fitted = Parallel(n_jobs=n_threads, prefer="threads")(
                 delayed(_fit_member)(member, X, y, train, threads) for member in members for train in rows
             )
         if self.final_fit == "refit":
@@ -414,7 +416,9 @@ def members_in_time(chosen, costs, seconds_left, n_jobs=1):
     chosen : dict of int -> float
         Weight by trial number, from ensemble selection.
     costs : dict of int -> float
-        Estimated seconds of each member's final fit on one thread.
+        Estimated seconds of each member's final fit while ``n_jobs`` fits share the cores (as the
+        search's trials did). A bagged member's cost is its k fold fits together, which makes the
+        bound's longest-job term pessimistic for ``final_fit="bag"``.
     seconds_left : float
         Seconds the final fit may take.
     n_jobs : int, default=1

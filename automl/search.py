@@ -26,6 +26,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
 
+from ._threads import threads_per_job
 from .liveness import SignedObjective, fail_dead, fail_running, finished_elsewhere, wait_for_running
 from .objective import oof_path
 
@@ -247,7 +248,9 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
         callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, None, launch)]
         killed = died = 0
     else:
-        threads = _threads_per_worker(n_jobs)
+        # `automl worker` processes of other fits on this machine are unknown here: the README has them
+        # started with OMP_NUM_THREADS=1, which threads_per_job honours.
+        threads = threads_per_job(n_jobs)
         tasks = [
             (study_name, storage, sampler, pruner, objective, callbacks, deadline, i, threads, launch)
             for i in range(n_jobs)
@@ -259,18 +262,6 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
     study = optuna.load_study(study_name=study_name, storage=storage)
     return SearchResult(study=study, oof=load_oof(study, oof_dir, search_key), seconds=time.time() - started,
                         killed=killed, callback_seconds=float(sum(callback_seconds)), launch=launch, died=died)
-
-
-def _threads_per_worker(n_jobs):
-    """Threads of each worker's fits: the cores shared out, or OMP_NUM_THREADS when the user set it.
-
-    Workers of other processes on this machine (``automl worker``) are unknown here: run them with
-    OMP_NUM_THREADS=1 so that OpenMP fits (HistGradientBoosting, LightGBM) do not oversubscribe the cores.
-    """
-    told = os.environ.get("OMP_NUM_THREADS", "")
-    if told.isdigit() and int(told) > 0:
-        return int(told)
-    return max(1, (os.cpu_count() or 1) // n_jobs)
 
 
 def count_started(storage, study_name):

@@ -282,7 +282,31 @@ def main():
         run(args)
     else:
         datasets = args.datasets or (_suites()[args.suite] if args.suite else None)
+        check_summary_filters(args, datasets)
         write_summary(args.csv, args.out or args.csv.with_suffix(".md"), datasets=datasets, seeds=args.seeds)
+
+
+def check_summary_filters(args, datasets):
+    """Exit with a message when the CSV is missing or a filter names what the CSV does not hold."""
+    if not args.csv.exists():
+        sys.exit(f"no results CSV at {args.csv}; `compare.py run` writes it")
+    filtered = datasets is not None or args.seeds is not None
+    if filtered and args.out is None:
+        sys.exit(f"give --out with --suite, --datasets or --seeds: the default, {args.csv.with_suffix('.md')}, "
+                 "is the unfiltered report")
+    import pandas as pd
+    held = pd.read_csv(args.csv, usecols=["dataset", "seed"])
+    missing = sorted(set(datasets or ()) - set(held["dataset"]))
+    if missing and args.datasets:  # a suite may hold datasets not run yet; named ones must be there
+        sys.exit(f"{args.csv} has no rows of {missing}; it holds {' '.join(sorted(held['dataset'].unique()))}")
+    seeds = sorted(int(seed) for seed in held["seed"].unique())
+    missing_seeds = sorted(set(args.seeds or ()) - set(seeds))
+    if missing_seeds:
+        sys.exit(f"{args.csv} has no rows of seed(s) {missing_seeds}; it holds {seeds}")
+    kept = held[held["dataset"].isin(datasets if datasets is not None else held["dataset"])
+                & held["seed"].isin(args.seeds if args.seeds is not None else held["seed"])]
+    if kept.empty:
+        sys.exit(f"{args.csv} has no rows for these filters")
 
 
 def _suites():

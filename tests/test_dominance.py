@@ -104,7 +104,12 @@ def test_a_fold_is_not_started_when_the_last_ones_pace_would_pass_the_deadline(l
     def slow_clone(model):  # every fit takes 40 s of the fake clock
         copy = real_clone(model)
         fit = copy.fit
-        copy.fit = lambda *args, **kwargs: (clock.__setitem__(0, clock[0] + 40.0), fit(*args, **kwargs))[1]
+
+        def slow_fit(*args, **kwargs):
+            clock[0] += 40.0
+            return fit(*args, **kwargs)
+
+        copy.fit = slow_fit
         return copy
 
     monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: clock[0]))

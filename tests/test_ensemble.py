@@ -70,17 +70,26 @@ class _ThreadCountingTree(DecisionTreeClassifier):
         return super().fit(X, y, sample_weight=sample_weight)
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores to share out")
-def test_parallel_member_fits_share_the_cores_out(iris):
+def _threads_seen(X, y, n_members, n_jobs):
     # Loads scikit-learn's OpenMP runtime, which HistGradientBoosting members would use.
     import sklearn.ensemble._hist_gradient_boosting._gradient_boosting  # noqa: F401
 
-    X, y = iris
     _ThreadCountingTree.seen = []
-    members = [_ThreadCountingTree(max_depth=d, random_state=0) for d in (2, 3, 4, 5)]
-    WeightedEnsembleClassifier(estimators=members, weights=[1, 1, 1, 1], n_jobs=2).fit(X, y)
+    members = [_ThreadCountingTree(max_depth=d, random_state=0) for d in range(2, 2 + n_members)]
+    WeightedEnsembleClassifier(estimators=members, weights=[1] * n_members, n_jobs=n_jobs).fit(X, y)
+    return _ThreadCountingTree.seen
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores to share out")
+def test_parallel_member_fits_share_the_cores_out(iris, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     # Each of the 2 threads may use half the cores; joblib's threads do not inherit the caller's limit.
-    assert _ThreadCountingTree.seen == [os.cpu_count() // 2] * 4
+    assert _threads_seen(*iris, n_members=4, n_jobs=2) == [os.cpu_count() // 2] * 4
+    # One member has no other to share with: it gets every core, whatever n_jobs says.
+    assert _threads_seen(*iris, n_members=1, n_jobs=2) == [os.cpu_count()]
+    # A user's OMP_NUM_THREADS (set when other workers share the machine) is kept.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert _threads_seen(*iris, n_members=1, n_jobs=1) == [1]
 
 
 def test_bag_fits_one_model_per_fold(iris):

@@ -282,7 +282,8 @@ def summarize(csv_path, datasets=None, seeds=None):
     if seeds is not None:
         frame = frame[frame["seed"].isin(seeds)]
         chosen += f" Seeds: {' '.join(map(str, seeds))}."
-    header = ["# automl vs peers: held-out comparison", f"From `{csv_path}` ({len(frame)} runs).{chosen} "
+    header = ["# automl vs peers: scores on the held-out 25% of each split",
+              f"From `{csv_path}` ({len(frame)} runs).{chosen} "
               "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
     regression = frame["task"] == REGRESSION
     sections = [budget_section(block, budget) for budget, block in frame[~regression].groupby("budget")]

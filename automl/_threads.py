@@ -1,0 +1,24 @@
+"""How many threads each of several fits running at once may use."""
+
+import os
+
+
+def threads_per_job(n_jobs):
+    """Threads of each of ``n_jobs`` fits running at once: the cores shared out, or OMP_NUM_THREADS.
+
+    Parameters
+    ----------
+    n_jobs : int
+        Fits running at the same time (worker processes, or threads of one process), at least 1.
+
+    Returns
+    -------
+    threads : int
+        ``OMP_NUM_THREADS`` when the user set it to a positive integer (they know what else runs on the
+        machine, e.g. ``automl worker`` processes of other fits); else ``os.cpu_count() // n_jobs``, at
+        least 1.
+    """
+    told = os.environ.get("OMP_NUM_THREADS", "")
+    if told.isdigit() and int(told) > 0:
+        return int(told)
+    return max(1, (os.cpu_count() or 1) // n_jobs)
