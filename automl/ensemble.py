@@ -67,7 +67,9 @@ class _WeightedEnsemble(BaseEstimator):
         members = [self.estimators[i] for i in kept]
         rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
         # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between the
-        # threads that have work (a single member gets them all).
+        # threads that have work (a single member gets them all). Each thread sets its own limit in
+        # _fit_member (OpenMP's is per thread); this outer one makes BLAS's process-wide limit, which
+        # those per-thread blocks restore on exit, the same value, whichever thread exits first.
         n_threads = min(self.n_jobs, len(members) * len(rows))
         threads = threads_per_job(n_threads)
         with threadpool_limits(limits=threads):
