@@ -24,6 +24,11 @@ from .scoring import REGRESSION_METRICS, Metric, get_metric
 __all__ = ["check_in_time", "check_model_dominance"]
 
 MAX_PERMUTATION_ROWS, MIN_PERMUTATION_ROWS, N_REPEATS, DOMINANT_SHARE_HIGH = 2_000, 200, 3, 0.8
+# Rows predicted a second time to split a prediction's cost into a fixed part and a part per row.
+PROBE_ROWS = 20
+# permutation_importance's own work per shuffle (copying, assigning the column) on top of the
+# prediction: measured up to 1.3x the predicted cost on splice's portfolio pipelines.
+PERMUTATION_OVERHEAD = 1.5
 
 
 def check_model_dominance(model, X, y, folds, *, metric, random_state=None, threshold=0.5,
@@ -55,7 +60,7 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
     deadline : float or None, default=None
         Wall-clock time (``time.time()``) to end by: no fold starts that the previous fold's
         duration says would end after it, and the rows shuffled are cut to what the time left
-        allows (timed from scoring the fold's test part).
+        allows (timed from predicting the fold's test part and its first ``PROBE_ROWS`` rows).
         If fewer than ``MIN_PERMUTATION_ROWS`` fit, the fold is not scored and, with no fold
         scored, the report says so in ``notes``.
 
@@ -83,10 +88,15 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
     n_classes = 0 if regression else int(y.max()) + 1
     rng, importances, scores, started = check_random_state(random_state), [], [], time.time()
 
+    def predict(estimator, X_part):
+        return estimator.predict(X_part) if regression else aligned_proba(estimator, X_part, n_classes)
+
     def scorer(estimator, X_part, y_part):
-        if regression:
-            return metric.signed(y_part, estimator.predict(X_part))
-        return metric.signed(y_part, aligned_proba(estimator, X_part, n_classes))
+        return metric.signed(y_part, predict(estimator, X_part))
+
+    def timed_predict(estimator, rows):
+        predict_started = time.time()
+        return predict(estimator, X.iloc[rows]), (len(rows), time.time() - predict_started)
 
     n_rows, fold_seconds = [], 0.0
     for train, test in folds[:MAX_FOLDS]:
@@ -96,9 +106,9 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
             break
         fold_started = time.time()
         fitted = clone(model).fit(X.iloc[train], y[train])
-        scoring_started = time.time()
-        scores.append(scorer(fitted, X.iloc[test], y[test]))
-        rows = _rows_in_time(len(test), time.time() - scoring_started, X.shape[1], deadline)
+        predicted, whole = timed_predict(fitted, test)
+        scores.append(metric.signed(y[test], predicted))
+        rows = _rows_in_time(timed_predict(fitted, test[:PROBE_ROWS])[1], whole, X.shape[1], deadline)
         if rows < min(MIN_PERMUTATION_ROWS, len(test)):
             break
         # Classes: stratified, so rare classes stay for the metric; regression: a plain random sample.
@@ -125,12 +135,22 @@ def _span(values):
     return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
-def _rows_in_time(n_test, scoring_seconds, n_columns, deadline):
-    """Rows to shuffle: at most MAX_PERMUTATION_ROWS, fewer when the deadline allows no more."""
+def _rows_in_time(probe, whole, n_columns, deadline):
+    """Rows to shuffle: at most MAX_PERMUTATION_ROWS, fewer when the deadline allows no more.
+
+    ``probe`` and ``whole`` are ``(rows, seconds)`` of two predictions of the fold's test part. A
+    shuffle costs one prediction (plus :data:`PERMUTATION_OVERHEAD`), and a prediction costs a fixed
+    part (a pipeline's per-call work: column selection, encoders) plus a part per row. Scaling the
+    whole part's time by rows alone, as before, ignored the fixed part and ran over the deadline by
+    up to 2x with fewer rows (splice, 60 columns).
+    """
     if deadline is None:
         return MAX_PERMUTATION_ROWS
-    per_row = max(scoring_seconds, 1e-3) / n_test  # predicting dominates a permutation's cost
-    return int(min(MAX_PERMUTATION_ROWS, (deadline - time.time()) / (per_row * n_columns * N_REPEATS)))
+    (probe_rows, probe_seconds), (rows, seconds) = probe, whole
+    per_row = max((seconds - probe_seconds) / max(rows - probe_rows, 1), 1e-6)
+    fixed = max(probe_seconds - per_row * probe_rows, 0.0)
+    per_shuffle = (deadline - time.time()) / (n_columns * N_REPEATS * PERMUTATION_OVERHEAD)
+    return int(min(MAX_PERMUTATION_ROWS, max(per_shuffle - fixed, 0.0) / per_row))
 
 
 def _dominance_findings(importance, threshold, figures):

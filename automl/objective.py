@@ -81,6 +81,17 @@ def oof_shape(profile, n_samples):
     return (n_samples,) if profile.task == "regression" else (n_samples, profile.n_classes)
 
 
+# User attributes of the trials enqueued as known-good starting points (search.prepare_study and
+# retraining.warm_start). Such a trial runs every fold: a pruned one leaves no OOF predictions, and one
+# fold's score is too noisy to drop a configuration chosen for being strong and unlike the others.
+ENQUEUED_ATTRS = ("portfolio", "warm_start")
+
+
+def is_prunable(user_attrs):
+    """False for a trial enqueued as a starting point (user attribute in :data:`ENQUEUED_ATTRS`)."""
+    return not any(name in user_attrs for name in ENQUEUED_ATTRS)
+
+
 class CVObjective:
     """The Optuna objective: sample a pipeline, score it fold by fold, keep its OOF predictions.
 
@@ -111,8 +122,10 @@ class CVObjective:
     Notes
     -----
     Follows Optuna's pruning contract (report, ``should_prune``, raise ``TrialPruned``), as in the
-    ``OptunaSearchCV`` objective of optuna-integration. Exceptions from a fit are recorded in the
-    user attribute ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial failed.
+    ``OptunaSearchCV`` objective of optuna-integration. A trial enqueued as a starting point (the
+    portfolio, a retraining job's warm start; see :func:`is_prunable`) reports every fold but is never
+    pruned; the time budget still stops it. Exceptions from a fit are recorded in the user attribute
+    ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial failed.
     """
 
     def __init__(self, X, y, folds, profile, specs, metric, oof_dir, deadline=None, random_state=None,
@@ -137,6 +150,7 @@ class CVObjective:
             trial.set_user_attr("search_key", self.search_key)
         pipeline = suggest_pipeline(trial, self.profile, self.specs, self.random_state)
         trial.set_user_attr("family", trial.params["model"])
+        prunable = is_prunable(trial.user_attrs)
         oof = np.zeros(oof_shape(self.profile, len(self.y)), dtype=np.float64)
         scores, started = [], time.time()
         for fold, (train, test) in enumerate(self.folds):
@@ -150,7 +164,7 @@ class CVObjective:
             scores.append(self.metric(self.y[test], oof[test]))
             trial.set_user_attr("fold_scores", scores)
             trial.report(float(np.mean(scores)), step=fold + 1)
-            if fold + 1 < len(self.folds) and trial.should_prune():
+            if prunable and fold + 1 < len(self.folds) and trial.should_prune():
                 raise optuna.TrialPruned(f"pruned after {fold + 1} folds")
         np.save(oof_path(self.oof_dir, trial.number), oof)
         trial.set_user_attr("mean_score", float(np.mean(scores)))

@@ -85,6 +85,11 @@ def make_pruner(pruning, n_folds):
     Returns
     -------
     pruner : optuna.pruners.BasePruner
+
+    Notes
+    -----
+    The portfolio's trials are not pruned (:func:`automl.objective.is_prunable`), but their fold
+    scores fill the rungs, so they set the bar the sampled trials must pass.
     """
     if not pruning:
         return optuna.pruners.NopPruner()
@@ -335,7 +340,8 @@ def prepare_study(storage, study_name, direction, configs, families=None):
     study_name : str
     direction : {"maximize", "minimize"}
     configs : list of dict
-        Parameter dicts (the portfolio); one that matches an existing trial is skipped.
+        Parameter dicts (the portfolio); one that matches an existing trial is skipped. Each is
+        enqueued with the user attribute ``portfolio``, which exempts it from pruning.
     families : list of str or None
         The choices of the root knob ``"model"``, in order; checked against the study's trials.
 
@@ -350,7 +356,7 @@ def prepare_study(storage, study_name, direction, configs, families=None):
                                     load_if_exists=True)
         _check_families(study, families)
         for config in configs:
-            study.enqueue_trial(config, skip_if_exists=True)
+            study.enqueue_trial(config, user_attrs={"portfolio": True}, skip_if_exists=True)
 
 
 def _check_families(study, families):

@@ -167,9 +167,10 @@ def _batches(metrics=(), params=()):
 
 
 def _trial_tags(trial, parent_run_id):
-    """Tags of a trial's run: nesting, state, number, and family and error when known."""
+    """Tags of a trial's run: nesting, state, number; family, error, worker and how it was enqueued, when known."""
     attrs = trial.user_attrs
-    known = {key: attrs[key] for key in ("family", "error", "worker") if attrs.get(key) is not None}
+    known = {key: attrs[key] for key in ("family", "error", "worker", "portfolio", "warm_start")
+             if attrs.get(key) is not None}
     return _tags({"mlflow.parentRunId": parent_run_id, "state": trial.state.name,
                   "trial_number": trial.number, **known})
 

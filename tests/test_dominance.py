@@ -10,7 +10,9 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 from automl.components import resolve_components
-from automl.dominance import MIN_PERMUTATION_ROWS, N_REPEATS, check_in_time, check_model_dominance
+from automl.dominance import (
+    MIN_PERMUTATION_ROWS, N_REPEATS, PERMUTATION_OVERHEAD, check_in_time, check_model_dominance,
+)
 from automl.exceptions import LeakageWarning
 from automl.leakage import LeakageReport, LeakFinding
 from automl.search_space import portfolio, rebuild
@@ -72,11 +74,16 @@ def test_rows_shuffled_shrink_to_the_time_left(monkeypatch):
     from automl.dominance import _rows_in_time
 
     monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: 0.0))
-    # 0.01 s to score 100 rows -> 1e-4 s a row; 10 columns x 3 shuffles -> 3e-3 s a row shuffled.
-    assert _rows_in_time(100, 0.01, 10, deadline=None) == 2000
-    assert _rows_in_time(100, 0.01, 10, deadline=1.5) == 500
-    assert _rows_in_time(100, 0.01, 10, deadline=0.3) == 100 < MIN_PERMUTATION_ROWS
-    assert N_REPEATS == 3
+    # Predicting 20 rows takes 0.012 s and 100 rows 0.02 s: 1e-4 s a row on top of 0.01 s a call.
+    probe, whole = (20, 0.012), (100, 0.02)
+    assert _rows_in_time(probe, whole, 10, deadline=None) == 2000
+    # 10 columns x 3 shuffles x 1.5 (permutation_importance's own work) = 45 predictions to fit in
+    # 1.5 s: 0.0333 s each, of which 0.01 s is the fixed part, leaves 0.0233 s = 233 rows.
+    assert (N_REPEATS, PERMUTATION_OVERHEAD) == (3, 1.5)
+    assert _rows_in_time(probe, whole, 10, deadline=1.5) == 233
+    assert _rows_in_time(probe, whole, 10, deadline=0.9) == 100 < MIN_PERMUTATION_ROWS
+    # The fixed part alone does not fit: no row.
+    assert _rows_in_time(probe, whole, 10, deadline=0.4) == 0
 
 
 def test_check_in_time_skips_when_two_folds_do_not_fit_and_warns_otherwise(leaky):

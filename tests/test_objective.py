@@ -15,6 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from automl.components import ComponentSpec, resolve_components
 from automl.objective import CVObjective, aligned_proba, oof_path
 from automl.scoring import get_metric
+from automl.search import prepare_study
 from automl.search_space import rebuild
 from automl.validation import check_training_data
 
@@ -108,6 +109,31 @@ def test_pruned_after_the_first_fold_without_oof(credit, tmp_path):
         assert trial.intermediate_values[1] == pytest.approx(trial.user_attrs["fold_scores"][0])
         assert "mean_score" not in trial.user_attrs
         assert not oof_path(tmp_path, trial.number).exists()
+
+
+@pytest.mark.parametrize("attr", ["portfolio", "warm_start"])
+def test_an_enqueued_starting_point_runs_every_fold(credit, tmp_path, attr):
+    # A portfolio or warm-start trial reports each fold (its scores fill the rungs) but is never
+    # pruned, so it keeps its OOF predictions; a sampled trial after it is pruned as before.
+    X, y, profile, folds = credit
+    study = optuna.create_study(direction="maximize", sampler=RandomSampler(seed=0), pruner=AlwaysPrune())
+    study.enqueue_trial({"model": "logreg", "encoder": "onehot"}, user_attrs={attr: True})
+    study.optimize(make_objective(credit, tmp_path), n_trials=2)
+    started, sampled = study.trials
+    assert started.state == TrialState.COMPLETE
+    assert list(started.intermediate_values) == list(range(1, N_FOLDS + 1))
+    assert np.load(oof_path(tmp_path, started.number)).shape == (len(y), profile.n_classes)
+    assert sampled.state == TrialState.PRUNED and list(sampled.intermediate_values) == [1]
+
+
+def test_prepare_study_marks_the_portfolio(tmp_path):
+    storage = f"sqlite:///{tmp_path}/study.db"
+    configs = [{"model": "logreg", "model.logreg.C": 1.0}, {"model": "knn", "model.knn.n_neighbors": 15}]
+    prepare_study(storage, "s", "maximize", configs)
+    prepare_study(storage, "s", "maximize", configs)  # a continued study enqueues nothing twice
+    waiting = optuna.load_study(study_name="s", storage=storage).get_trials(states=(TrialState.WAITING,))
+    assert len(waiting) == len(configs)
+    assert [t.user_attrs for t in waiting] == [{"portfolio": True}] * 2
 
 
 class PruneFromStep(BasePruner):
