@@ -108,7 +108,8 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
         fitted = clone(model).fit(X.iloc[train], y[train])
         predicted, whole = timed_predict(fitted, test)
         scores.append(metric.signed(y[test], predicted))
-        rows = _rows_in_time(timed_predict(fitted, test[:PROBE_ROWS])[1], whole, X.shape[1], deadline)
+        probe = None if deadline is None else timed_predict(fitted, test[:PROBE_ROWS])[1]
+        rows = _rows_in_time(probe, whole, X.shape[1], deadline)
         if rows < min(MIN_PERMUTATION_ROWS, len(test)):
             break
         # Classes: stratified, so rare classes stay for the metric; regression: a plain random sample.
@@ -147,8 +148,12 @@ def _rows_in_time(probe, whole, n_columns, deadline):
     if deadline is None:
         return MAX_PERMUTATION_ROWS
     (probe_rows, probe_seconds), (rows, seconds) = probe, whole
-    per_row = max((seconds - probe_seconds) / max(rows - probe_rows, 1), 1e-6)
-    fixed = max(probe_seconds - per_row * probe_rows, 0.0)
+    if rows - probe_rows < PROBE_ROWS:
+        # Too few rows apart to tell the parts: treat the slower prediction as the cost of any shuffle.
+        per_row, fixed = 1e-6, max(probe_seconds, seconds)
+    else:
+        per_row = max((seconds - probe_seconds) / (rows - probe_rows), 1e-6)
+        fixed = max(probe_seconds - per_row * probe_rows, 0.0)
     per_shuffle = (deadline - time.time()) / (n_columns * N_REPEATS * PERMUTATION_OVERHEAD)
     return int(min(MAX_PERMUTATION_ROWS, max(per_shuffle - fixed, 0.0) / per_row))
 

@@ -82,13 +82,25 @@ def oof_shape(profile, n_samples):
 
 
 # User attributes of the trials enqueued as known-good starting points (search.prepare_study and
-# retraining.warm_start). Such a trial runs every fold: a pruned one leaves no OOF predictions, and one
-# fold's score is too noisy to drop a configuration chosen for being strong and unlike the others.
+# retraining.warm_start). Such a trial is not pruned (the time budget may still stop it): a pruned one
+# leaves no OOF predictions, and one fold's score is too noisy to drop a configuration chosen for being
+# strong and unlike the others.
 ENQUEUED_ATTRS = ("portfolio", "warm_start")
 
 
 def is_prunable(user_attrs):
-    """False for a trial enqueued as a starting point (user attribute in :data:`ENQUEUED_ATTRS`)."""
+    """Whether Hyperband may prune the trial: not if it was enqueued as a starting point.
+
+    Parameters
+    ----------
+    user_attrs : dict
+        The trial's user attributes.
+
+    Returns
+    -------
+    prunable : bool
+        False when one of :data:`ENQUEUED_ATTRS` is among them.
+    """
     return not any(name in user_attrs for name in ENQUEUED_ATTRS)
 
 
@@ -123,9 +135,11 @@ class CVObjective:
     -----
     Follows Optuna's pruning contract (report, ``should_prune``, raise ``TrialPruned``), as in the
     ``OptunaSearchCV`` objective of optuna-integration. A trial enqueued as a starting point (the
-    portfolio, a retraining job's warm start; see :func:`is_prunable`) reports every fold but is never
-    pruned; the time budget still stops it. Exceptions from a fit are recorded in the user attribute
-    ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial failed.
+    portfolio, a retraining job's warm start; see :func:`is_prunable`) is never pruned, but the
+    pruner is still asked after each of its folds, so its scores enter Hyperband's rungs and set the
+    bar for the sampled trials; the time budget may still stop it. Exceptions from a fit are recorded
+    in the user attribute ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial
+    failed.
     """
 
     def __init__(self, X, y, folds, profile, specs, metric, oof_dir, deadline=None, random_state=None,
@@ -164,7 +178,8 @@ class CVObjective:
             scores.append(self.metric(self.y[test], oof[test]))
             trial.set_user_attr("fold_scores", scores)
             trial.report(float(np.mean(scores)), step=fold + 1)
-            if prunable and fold + 1 < len(self.folds) and trial.should_prune():
+            # Asked even for a starting point: Optuna's Hyperband records a trial's rung value when asked.
+            if fold + 1 < len(self.folds) and trial.should_prune() and prunable:
                 raise optuna.TrialPruned(f"pruned after {fold + 1} folds")
         np.save(oof_path(self.oof_dir, trial.number), oof)
         trial.set_user_attr("mean_score", float(np.mean(scores)))

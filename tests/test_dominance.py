@@ -81,9 +81,13 @@ def test_rows_shuffled_shrink_to_the_time_left(monkeypatch):
     # 1.5 s: 0.0333 s each, of which 0.01 s is the fixed part, leaves 0.0233 s = 233 rows.
     assert (N_REPEATS, PERMUTATION_OVERHEAD) == (3, 1.5)
     assert _rows_in_time(probe, whole, 10, deadline=1.5) == 233
-    assert _rows_in_time(probe, whole, 10, deadline=0.9) == 100 < MIN_PERMUTATION_ROWS
+    assert _rows_in_time(probe, whole, 10, deadline=0.91) == 102 < MIN_PERMUTATION_ROWS
     # The fixed part alone does not fit: no row.
     assert _rows_in_time(probe, whole, 10, deadline=0.4) == 0
+    # A test part of 30 rows: probe and whole too close to split; the slower one (0.02 s) is the
+    # cost of a shuffle of any size. 45 x 0.02 s = 0.9 s fits in 1 s, not in 0.8 s.
+    assert _rows_in_time((20, 0.015), (30, 0.02), 10, deadline=1.0) == 2000
+    assert _rows_in_time((20, 0.015), (30, 0.02), 10, deadline=0.8) == 0
 
 
 def test_check_in_time_skips_when_two_folds_do_not_fit_and_warns_otherwise(leaky):

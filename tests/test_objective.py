@@ -6,11 +6,12 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
-from optuna.pruners import BasePruner, NopPruner
+from optuna.pruners import BasePruner, HyperbandPruner, NopPruner
 from optuna.samplers import RandomSampler
 from optuna.trial import TrialState
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
 
 from automl.components import ComponentSpec, resolve_components
 from automl.objective import CVObjective, aligned_proba, oof_path
@@ -96,7 +97,11 @@ def test_oof_equals_a_manual_cross_validation(credit, tmp_path):
 
 # ---- pruning --------------------------------------------------------------------------------------
 class AlwaysPrune(BasePruner):
+    def __init__(self):
+        self.asked = []  # (trial number, step) of every question
+
     def prune(self, study, trial):
+        self.asked.append((trial.number, trial.last_step))
         return True
 
 
@@ -113,10 +118,12 @@ def test_pruned_after_the_first_fold_without_oof(credit, tmp_path):
 
 @pytest.mark.parametrize("attr", ["portfolio", "warm_start"])
 def test_an_enqueued_starting_point_runs_every_fold(credit, tmp_path, attr):
-    # A portfolio or warm-start trial reports each fold (its scores fill the rungs) but is never
-    # pruned, so it keeps its OOF predictions; a sampled trial after it is pruned as before.
+    # A portfolio or warm-start trial is never pruned, so it keeps its OOF predictions; the pruner is
+    # still asked after each fold but the last (Hyperband records rung values when asked). A sampled
+    # trial after it is pruned as before.
     X, y, profile, folds = credit
-    study = optuna.create_study(direction="maximize", sampler=RandomSampler(seed=0), pruner=AlwaysPrune())
+    pruner = AlwaysPrune()
+    study = optuna.create_study(direction="maximize", sampler=RandomSampler(seed=0), pruner=pruner)
     study.enqueue_trial({"model": "logreg", "encoder": "onehot"}, user_attrs={attr: True})
     study.optimize(make_objective(credit, tmp_path), n_trials=2)
     started, sampled = study.trials
@@ -124,6 +131,27 @@ def test_an_enqueued_starting_point_runs_every_fold(credit, tmp_path, attr):
     assert list(started.intermediate_values) == list(range(1, N_FOLDS + 1))
     assert np.load(oof_path(tmp_path, started.number)).shape == (len(y), profile.n_classes)
     assert sampled.state == TrialState.PRUNED and list(sampled.intermediate_values) == [1]
+    assert pruner.asked == [(0, 1), (0, 2), (1, 1)]
+
+
+def test_the_portfolio_fills_hyperbands_rungs(credit, tmp_path):
+    # 5 folds as in a fit: Hyperband (min 1, max 5, factor 3) has 2 brackets, each with a rung after
+    # 3 folds. The enqueued trial's running means are recorded as rung values, the bar the sampled
+    # trials are judged against.
+    X, y, profile, _ = credit
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+    objective = CVObjective(X, y, folds, profile, resolve_components(include=["logreg", "knn"]),
+                            get_metric("roc_auc", 2), tmp_path, random_state=0)
+    study = optuna.create_study(direction="maximize", sampler=RandomSampler(seed=0),
+                                pruner=HyperbandPruner(min_resource=1, max_resource=5, reduction_factor=3))
+    study.enqueue_trial({"model": "logreg", "encoder": "onehot"}, user_attrs={"portfolio": True})
+    study.optimize(objective, n_trials=1)
+    trial = study.trials[0]
+    assert trial.state == TrialState.COMPLETE
+    rungs = {k: v for k, v in trial.system_attrs.items() if k.startswith("completed_rung_")}
+    assert rungs, "no rung value recorded for the portfolio trial"
+    for value in rungs.values():
+        assert value in set(trial.intermediate_values.values())
 
 
 def test_prepare_study_marks_the_portfolio(tmp_path):

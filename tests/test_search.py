@@ -16,7 +16,7 @@ from automl.objective import CVObjective
 from automl.scoring import get_metric
 from automl.search import (
     HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, ProgressLine, heartbeat_of, leaderboard, make_pruner, make_sampler,
-    open_storage, run_search,
+    open_storage, prepare_study, run_search,
 )
 from automl.search_space import portfolio
 
@@ -31,10 +31,8 @@ STARTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.R
 def new_study(tmp_path, specs=(), direction="maximize", name="automl"):
     """A study on the default journal storage in tmp_path, with the portfolio enqueued, as fit does."""
     storage = open_storage(None, tmp_path)
-    study = optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
-    for config in portfolio(specs):
-        study.enqueue_trial(config, skip_if_exists=True)
-    return storage, study
+    prepare_study(storage, name, direction, portfolio(specs))
+    return storage, optuna.load_study(study_name=name, storage=storage)
 
 
 def search(credit, tmp_path, include, n_trials, seed=0, sampler="tpe", pruning=True, **kwargs):

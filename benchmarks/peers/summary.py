@@ -23,6 +23,8 @@ Rules (also in benchmarks/README.md):
   conservative, since every system sees the same splits.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -270,6 +272,13 @@ SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-single", "hgb", "
                 "autogluon", "autogluon-best"]
 
 
+def _shown(csv_path):
+    """The CSV's path from the repository's root when it lies inside it: the report is committed, and a
+    checkout's absolute path says nothing to its readers."""
+    path, root = Path(csv_path).resolve(), Path(__file__).resolve().parents[2]
+    return path.relative_to(root) if path.is_relative_to(root) else csv_path
+
+
 def summarize(csv_path, datasets=None, seeds=None):
     """The whole markdown report of a results CSV: one section per budget for the classification
     datasets, then one per budget for the regression datasets. ``datasets`` and ``seeds`` (lists or
@@ -283,7 +292,7 @@ def summarize(csv_path, datasets=None, seeds=None):
         frame = frame[frame["seed"].isin(seeds)]
         chosen += f" Seeds: {' '.join(map(str, seeds))}."
     header = ["# automl vs peers: scores on the held-out 25% of each split",
-              f"From `{csv_path}` ({len(frame)} runs).{chosen} "
+              f"From `{_shown(csv_path)}` ({len(frame)} runs).{chosen} "
               "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
     regression = frame["task"] == REGRESSION
     sections = [budget_section(block, budget) for budget, block in frame[~regression].groupby("budget")]
