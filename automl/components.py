@@ -3,7 +3,7 @@
 A :class:`ComponentSpec` is plain data plus two functions. ``suggest(trial, profile, prefix)`` asks an
 Optuna trial for the family's hyperparameters (define-by-run, every name under ``prefix``) and returns
 them as keyword arguments; ``build(params, random_state)`` turns them into an unfitted scikit-learn
-classifier. Optional families (LightGBM, XGBoost) import their package inside ``build`` only.
+classifier. Optional families (LightGBM, XGBoost, CatBoost) import their package inside ``build`` only.
 
 Ranges follow the published spaces of auto-sklearn (Feurer et al., 2015) and FLAML (Wang et al., 2021),
 narrowed where a value is known to be hopeless; every multiplicative knob is on a log scale.
@@ -246,6 +246,34 @@ def _build_xgb(params, random_state):
     return XGBClassifier(tree_method="hist", random_state=random_state, n_jobs=1, **params)
 
 
+def _suggest_catboost(trial, profile, prefix):
+    # CatBoost's own learning rate (None) is set from the row count and the iterations: for a binary
+    # target 0.023 at 500 rows and 300 iterations, 0.13 at 30,000 (CatBoost 1.2.10; higher for several
+    # classes, 0.21 and 0.26). On the tuning split's small binary datasets it did better than a fixed
+    # rate (5-fold ROC AUC of blood-transfusion: 0.709 at 300 iterations, against 0.687 and 0.674 at
+    # 500 iterations of 0.03 and 0.05), so it is a branch of its own beside a searched rate.
+    params = {
+        "iterations": _int(trial, prefix, "iterations", 64, 1024),
+        "depth": _int(trial, prefix, "depth", 3, 8, log=False),
+        "l2_leaf_reg": _float(trial, prefix, "l2_leaf_reg", 0.5, 30.0),
+        "learning_rate": None,
+    }
+    if not trial.suggest_categorical(f"{prefix}.learning_rate_auto", [True, False]):
+        params["learning_rate"] = _float(trial, prefix, "learning_rate", 0.005, 0.3)
+    return params
+
+
+def _build_catboost(params, random_state):
+    from catboost import CatBoostClassifier
+
+    # Categories arrive encoded by our encoders. CatBoost's own target statistics on raw categories
+    # scored lower on the tuning split (5-fold ROC AUC at 300 iterations: credit-g 0.761 against 0.789
+    # ordinal-encoded, bank-marketing 0.947 against 0.948) at up to 9x the time (74 s against 8.5 s).
+    # allow_writing_files=False: by default every fit writes a catboost_info folder in the cwd.
+    return CatBoostClassifier(thread_count=1, random_seed=random_state, verbose=0, allow_writing_files=False,
+                              **params)
+
+
 def _defaults(key, **params):
     return {"model": key, **{f"model.{key}.{name}": value for name, value in params.items()}}
 
@@ -267,6 +295,12 @@ DEFAULT_COMPONENTS = (
         default_params=[_defaults("lgbm", n_estimators=200, learning_rate=0.05, subsample=0.8,
                                   colsample_bytree=0.8, reg_lambda=1e-8, num_leaves=31,
                                   min_child_samples=20)],
+    ),
+    ComponentSpec(
+        "catboost", "CatBoost", _suggest_catboost, _build_catboost, handles_missing=True, requires="catboost",
+        # CatBoost's defaults (symmetric trees of depth 6, l2_leaf_reg 3, its own learning rate) at 300
+        # of its 1000 iterations, to fit a short budget.
+        default_params=[_defaults("catboost", iterations=300, depth=6, l2_leaf_reg=3.0, learning_rate_auto=True)],
     ),
     ComponentSpec(
         "rf", "RandomForest", _suggest_forest, _build_rf,

@@ -446,12 +446,14 @@ def members_in_time(chosen, costs, seconds_left, n_jobs=1):
     return {n: w / total for n, w in sorted(kept.items())}
 
 
-def fit_fallback(X, y, profile, seed):
-    """A cheap, safe model fitted before the search, so even a failed search returns something.
+def fit_fallback(X, y, profile, seed, seconds_left=None):
+    """A cheap, safe model for a search in which no trial finished, so fit still returns something.
 
     The portfolio's logistic regression, or ridge regression for a regression profile
     (:func:`automl.search_space.default_pipeline`), as an ensemble of one; a dummy predicting the class
-    prior or the mean if even that fails; None if both fail.
+    prior or the mean if even that fails, or at once when ``seconds_left`` (the final stage's time) is
+    already spent; None if both fail. The linear model's own fit is not bounded: on data so large that
+    it overruns, the trials overran first.
     """
     from sklearn.dummy import DummyClassifier, DummyRegressor
 
@@ -462,6 +464,10 @@ def fit_fallback(X, y, profile, seed):
     else:
         kind, members = WeightedEnsembleClassifier, (default_pipeline("logreg", profile, seed),
                                                      DummyClassifier(strategy="prior"))
+    if seconds_left is not None and seconds_left <= 0:
+        logger.warning("No time left for the fallback's linear model: the fallback predicts the %s.",
+                       "mean" if profile.task == "regression" else "class prior")
+        members = members[1:]
     for member in members:
         try:
             with warnings.catch_warnings():

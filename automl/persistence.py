@@ -36,7 +36,7 @@ class InconsistentVersionWarning(UserWarning):
 
 # The packages a fitted model's pickle depends on; absent optional ones are left out.
 RUNTIME_PACKAGES = ("scikit-learn", "pandas", "numpy", "scipy", "optuna", "cloudpickle", "skops",
-                    "lightgbm", "xgboost")
+                    "lightgbm", "xgboost", "catboost")
 # Signature column types of the kinds validation.py assigns to input columns; numeric columns
 # take the type of their training dtype (MLflow refuses to cast int64 to double, or float to long).
 _SIGNATURE_TYPES = {"boolean": "boolean", "datetime": "datetime", "categorical": "string"}

@@ -28,12 +28,12 @@ from automl.validation import check_training_data
 
 REGISTRY = resolve_components()
 # Knobs that may be sampled on a linear scale: bounded fractions and small counts.
-LINEAR_KNOBS = {"max_features", "subsample", "colsample_bytree", "max_depth", "n_layers"}
+LINEAR_KNOBS = {"max_features", "subsample", "colsample_bytree", "max_depth", "depth", "n_layers"}
 # Multiplicative knobs: a log scale is required wherever they appear.
 LOG_KNOBS = {
     "learning_rate", "learning_rate_init", "C", "gamma_scale", "alpha", "n_neighbors", "min_samples_leaf",
     "n_estimators", "l2_regularization", "reg_lambda", "max_leaf_nodes", "num_leaves",
-    "min_child_samples", "min_child_weight", "width", "min_frequency",
+    "min_child_samples", "min_child_weight", "width", "min_frequency", "iterations", "l2_leaf_reg",
 }
 ROOT_KNOBS = {"model", "encoder", "scaler", "imputer.numeric", "imputer.numeric.add_indicator",
               "imputer.categorical"}
@@ -70,7 +70,7 @@ def spec_named(key, *, suggest=None, build=None, name=None, **kwargs):
 def test_conformance_fit_predict_proba(spec, encoder, credit):
     X, y, profile = credit
     # Small sizes and a standard scaler keep the suite fast; every other knob is sampled at random.
-    sizes = {"n_estimators": 50, "max_leaf_nodes": 8, "num_leaves": 8, "width": 32}
+    sizes = {"n_estimators": 50, "max_leaf_nodes": 8, "num_leaves": 8, "width": 32, "iterations": 50}
     fixed = {"encoder": encoder, "scaler": "standard",
              **{f"model.{spec.key}.{name}": value for name, value in sizes.items()}}
     trial, pipeline = sample([spec], profile, seed=len(spec.key) + len(encoder), fixed=fixed)
@@ -146,7 +146,7 @@ def test_conformance_spec_fields(spec):
 
 
 def test_registry_order_and_keys():
-    assert [s.key for s in REGISTRY] == ["hgb", "lgbm", "rf", "et", "logreg", "xgb", "knn", "mlp", "svc"]
+    assert [s.key for s in REGISTRY] == ["hgb", "lgbm", "catboost", "rf", "et", "logreg", "xgb", "knn", "mlp", "svc"]
     assert len({s.key for s in DEFAULT_COMPONENTS}) == len(DEFAULT_COMPONENTS)
 
 
@@ -193,7 +193,7 @@ def test_max_rows_filters_knn_and_mlp(credit):
     keys = [s.key for s in resolve_components(profile=dataclasses.replace(credit[2], n_samples=60_000))]
     assert "knn" not in keys and "svc" not in keys and "mlp" in keys
     keys = [s.key for s in resolve_components(profile=dataclasses.replace(credit[2], n_samples=200_000))]
-    assert keys == ["hgb", "lgbm", "rf", "et", "logreg", "xgb"]
+    assert keys == ["hgb", "lgbm", "catboost", "rf", "et", "logreg", "xgb"]
 
 
 def test_nothing_left_raises(credit):

@@ -213,3 +213,19 @@ def test_members_in_time_drops_the_lightest_and_renormalizes():
     assert kept == pytest.approx({1: 0.5 / 0.7, 4: 0.2 / 0.7})
     # The heaviest member is kept even when it alone is over the time left.
     assert ensemble_module.members_in_time(chosen, {1: 9.0, 2: 1.0, 4: 1.0}, 0.5) == {1: 1.0}
+
+
+def test_the_fallback_is_the_class_prior_when_no_time_is_left(credit):
+    # Fit after a search in which no trial finished: the linear model when the final stage has time,
+    # the class prior at once when it has none.
+    from sklearn.dummy import DummyClassifier
+    from sklearn.pipeline import Pipeline
+
+    from automl.ensemble import fit_fallback
+
+    X, y, profile, _ = credit
+    linear = fit_fallback(X, y, profile, seed=0, seconds_left=30.0)
+    assert isinstance(linear.estimators_[0], Pipeline)
+    prior = fit_fallback(X, y, profile, seed=0, seconds_left=-0.5)
+    assert isinstance(prior.estimators_[0], DummyClassifier)
+    np.testing.assert_allclose(prior.predict_proba(X.head(2)), [np.bincount(y) / len(y)] * 2)

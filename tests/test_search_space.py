@@ -237,7 +237,8 @@ def test_portfolio_is_round_robin_over_families():
 def test_portfolio_of_the_whole_registry():
     configs = portfolio(SPECS)
     # Round 1: every family with a default, in registry order; round 2: hgb's second default.
-    assert [c["model"] for c in configs] == ["hgb", "lgbm", "rf", "et", "logreg", "xgb", "knn", "svc", "hgb"]
+    assert [c["model"] for c in configs] == [
+        "hgb", "lgbm", "catboost", "rf", "et", "logreg", "xgb", "knn", "svc", "hgb"]
     assert all(c["scaler"] == "standard" and c["imputer.numeric"] == "median" for c in configs)
 
 
@@ -249,10 +250,12 @@ def test_every_portfolio_config_rebuilds_and_fits(credit):
         pipeline = suggest_pipeline(FixedTrial(config), profile, SPECS, random_state=0)
         model = pipeline.named_steps["model"]
         params = model.get_params()
-        assert params.get("random_state", 0) == 0  # kNN alone has no randomness
+        assert params.get("random_state", params.get("random_seed", 0)) == 0  # kNN alone has no randomness
         for name, value in config.items():
             if name == "model.svc.gamma_scale":  # relative to the width, as gamma="scale" is
                 assert params["gamma"] == pytest.approx(value / profile.n_features)
+            elif name == "model.catboost.learning_rate_auto":  # CatBoost sets the rate from the data
+                assert value and params.get("learning_rate") is None
             elif name.startswith("model."):
                 assert params[name.split(".")[2]] == value, name
         pipeline.fit(X.iloc[::2], y[::2])
@@ -276,3 +279,21 @@ def test_lightgbm_with_ordinal_encoder_splits_on_categories(credit):
     assert "==" in splits
     unseen = X.head(3).assign(**{profile.categorical_columns[0]: "never seen"})
     assert np.isfinite(pipeline.predict_proba(unseen)).all()
+
+
+def test_catboost_reads_missing_values_and_writes_no_files(credit, tmp_path, monkeypatch):
+    """CatBoost splits on NaN itself (no imputer on its branch) and leaves no catboost_info in the cwd."""
+    monkeypatch.chdir(tmp_path)
+    X, y, profile = credit
+    assert profile.has_missing
+    specs = resolve_components(include=["catboost"])
+    pipeline = rebuild(portfolio(specs)[0], profile, specs, random_state=0)
+    numeric = dict((name, steps) for name, steps, _ in pipeline.named_steps["preprocess"].transformers)["numeric"]
+    assert numeric == "passthrough"
+    proba = pipeline.fit(X.iloc[::2], y[::2]).predict_proba(X.iloc[1::2])
+    assert np.mean(proba.argmax(axis=1) == y[1::2]) > 0.8
+    assert list(tmp_path.iterdir()) == []
+    # The searched rate's branch: the knob exists only when the automatic rate is not chosen.
+    sampled = {"model.catboost.learning_rate_auto": False, "model.catboost.learning_rate": 0.2}
+    fast = rebuild({**portfolio(specs)[0], **sampled}, profile, specs, random_state=0)
+    assert fast.named_steps["model"].get_params()["learning_rate"] == 0.2
