@@ -303,13 +303,22 @@ def _column_auc(values, y, folds, n_classes, by_level):
         for train, test in folds:
             proba[test] = _level_proba(codes, y, train, test, n_classes)
     else:
-        column = np.asarray(values, dtype=float).reshape(-1, 1)
+        column = _order_only(np.asarray(values, dtype=float))
         for train, test in folds:
             tree = DecisionTreeClassifier(max_depth=4, min_samples_leaf=max(5, len(train) // 200),
                                           random_state=0).fit(column[train], y[train])
             proba[test] = aligned_proba(tree, column[test], n_classes)
     scored = np.concatenate([test for _, test in folds])
     return _auc(y[scored], proba[scored])
+
+
+def _order_only(values):
+    """Dense ranks of each column, NaN kept: 2-D floats a scikit-learn tree splits exactly as on the values.
+
+    A tree's splits depend on the order alone, and ranks stay within float32, which scikit-learn's trees
+    cast to: a column with values above 3.4e38 raised ValueError before the search.
+    """
+    return pd.DataFrame(values).rank(method="dense").to_numpy(dtype=float)
 
 
 def _level_proba(codes, y, train, test, n_classes):
@@ -339,7 +348,7 @@ def _baseline_auc(X, y, folds, n_classes):
     A forest rather than boosting: one tree serves every class, so seven classes cost no more than two.
     """
     codes = {c: pd.factorize(X[c])[0] for c in X.columns if X[c].dtype == object}
-    frame = X.assign(**{c: np.where(v < 0, np.nan, v) for c, v in codes.items()}).to_numpy(dtype=float)
+    frame = _order_only(X.assign(**{c: np.where(v < 0, np.nan, v) for c, v in codes.items()}))
     proba = np.zeros((len(y), n_classes))
     for train, test in folds:
         model = RandomForestClassifier(n_estimators=40, min_samples_leaf=2, random_state=0, n_jobs=1)

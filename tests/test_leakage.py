@@ -73,6 +73,15 @@ def test_bug_count_known_after_release_is_target_leakage(kc1, bug_count_report):
     assert f"{figures['other_columns_auc']:.3f}" in finding.message
 
 
+def test_values_beyond_float32_are_checked_like_any_others(kc1_with_bug_count, bug_count_report):
+    # scikit-learn's trees cast to float32: a column scaled past 3.4e38 used to raise before the search.
+    X, y = kc1_with_bug_count
+    huge = leak_check(X.assign(bugs_reported_after_release=X["bugs_reported_after_release"] * 1e300), y)
+    found, before = of_kind(huge, "target_leakage"), of_kind(bug_count_report, "target_leakage")
+    assert list(found) == ["bugs_reported_after_release"]
+    assert found["bugs_reported_after_release"].evidence == before["bugs_reported_after_release"].evidence
+
+
 def test_plain_kc1_has_no_target_leakage_or_identifier(kc1):
     report = leak_check(*kc1)
     assert [f.kind for f in report.findings] == ["duplicates"]
