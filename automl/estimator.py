@@ -336,12 +336,12 @@ class _AutoMLBase(BaseEstimator):
                 "ones each fit): Hyperband prunes this fit's trials against them and they cannot join its ensemble. "
                 "Give random_state to continue a study, or use a new study_name.", UserWarning, stacklevel=4)
 
-    def _n_startup_trials(self, n_brackets):
-        # Hyperband gives each bracket its own TPE history, so random startup trials are paid per
-        # bracket: keep at least half of a known trial budget for trials TPE chooses.
+    def _n_startup_trials(self):
+        # Keep at least half of a known trial budget for trials TPE chooses. Hyperband's brackets do
+        # not split TPE's history (Optuna 4.2-5.0 hand TPE every bracket's trials), so this is paid once.
         if self.n_trials is None:
             return 10
-        return int(np.clip(self.n_trials // (2 * n_brackets), 2, 10))
+        return int(np.clip(self.n_trials // 2, 2, 10))
 
     def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, deadline):
         left = None if deadline is None else deadline - time.time() - (TRACKING_ALLOWANCE if self.tracking else 0.0)

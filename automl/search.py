@@ -51,7 +51,8 @@ def make_sampler(kind="tpe", seed=None, n_startup_trials=10):
         baseline every smarter sampler must beat.
     seed : int or None, default=None
     n_startup_trials : int, default=10
-        Random trials before TPE models the history; with Hyperband they are paid per bracket.
+        Trials before TPE models the history; the first ones not enqueued are drawn at random.
+        Every Hyperband bracket's trials count: Optuna's TPE reads the whole study.
 
     Returns
     -------

@@ -22,7 +22,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import optuna
 from optuna.trial import TrialState
 
@@ -59,7 +58,7 @@ class SharedSearch:
         The training data's fingerprint, to say how a worker's data differs.
     n_samples : int
     n_startup_trials : int
-        Random trials before TPE models the history (per Hyperband bracket).
+        Random trials before TPE models the history (all brackets' trials count).
     max_trials : int or None
         Started trials in the study at which every worker stops (checked after each trial, so each
         worker may start one more).
@@ -112,7 +111,6 @@ class SharedSearch:
            grace=5.0):
         """The search an estimator is about to run (called in ``fit`` once ``setup`` is made)."""
         n_folds = len(setup.folds)
-        n_brackets = int(np.floor(np.log(n_folds) / np.log(3))) + 1 if estimator.pruning else 1
         custom = [why for why, bad in (("a custom CV splitter", not isinstance(estimator.cv, int)),
                                        ("custom components", bool(estimator.components))) if bad]
         include = list(estimator.include) if estimator.include is not None else None
@@ -126,7 +124,7 @@ class SharedSearch:
                     "sampler": estimator.sampler, "pruning": estimator.pruning},
             search_key=estimator.search_key_, fingerprint=estimator.profile_.fingerprint,
             n_samples=int(estimator.profile_.n_samples),
-            n_startup_trials=estimator._n_startup_trials(n_brackets), max_trials=max_trials, deadline=deadline,
+            n_startup_trials=estimator._n_startup_trials(), max_trials=max_trials, deadline=deadline,
             grace=grace,
             oof_dir=os.path.abspath(oof_dir), oof_root=None if oof_root is None else os.path.abspath(oof_root),
             heartbeat=_as_list(heartbeat_of(storage)), mlflow=mlflow,

@@ -237,6 +237,39 @@ def test_make_sampler_tpe_options():
     assert make_sampler().__class__ is optuna.samplers.TPESampler
 
 
+def test_tpe_startup_is_paid_once_across_hyperband_brackets(monkeypatch):
+    # Hyperband hands the sampler one bracket's view of the study; the estimator's startup count
+    # assumes TPE still reads every bracket's trials. Were the history per bracket, each of the two
+    # brackets would draw its own 4 random trials.
+    sampler = make_sampler("tpe", seed=0, n_startup_trials=4)
+    random_trials = set()
+    draw = sampler._random_sampler.sample_independent
+
+    def spy(study, trial, name, distribution):
+        random_trials.add(trial.number)
+        return draw(study, trial, name, distribution)
+
+    monkeypatch.setattr(sampler._random_sampler, "sample_independent", spy)
+    study = optuna.create_study(study_name="automl", sampler=sampler, pruner=make_pruner(True, 5))
+
+    def objective(trial):
+        x = trial.suggest_float("x", -1, 1)
+        for fold in range(5):
+            trial.report(-x * x, fold)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return -x * x
+
+    study.optimize(objective, n_trials=20)
+    brackets = {study.pruner._get_bracket_id(study, t) for t in study.trials[:4]}
+    assert random_trials == {0, 1, 2, 3} and len(brackets) == 2
+
+
+def test_a_known_trial_budget_keeps_half_for_tpe():
+    from automl import AutoClassifier
+    assert [AutoClassifier(n_trials=n)._n_startup_trials() for n in (3, 8, 100, None)] == [2, 4, 10, 10]
+
+
 def test_make_sampler_random_is_seeded():
     sampler = make_sampler("random", seed=3)
     assert isinstance(sampler, optuna.samplers.RandomSampler)
