@@ -337,8 +337,8 @@ class _AutoMLBase(BaseEstimator):
                 "Give random_state to continue a study, or use a new study_name.", UserWarning, stacklevel=4)
 
     def _n_startup_trials(self):
-        # Keep at least half of a known trial budget for trials TPE chooses. Hyperband's brackets do
-        # not split TPE's history (Optuna 4.2-5.0 hand TPE every bracket's trials), so this is paid once.
+        # Half of a known trial budget (at least 2) before TPE takes over. Hyperband's brackets do not
+        # split TPE's history (Optuna 4.2-5.0 hand TPE every bracket's trials), so this is paid once.
         if self.n_trials is None:
             return 10
         return int(np.clip(self.n_trials // 2, 2, 10))

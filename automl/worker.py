@@ -58,7 +58,7 @@ class SharedSearch:
         The training data's fingerprint, to say how a worker's data differs.
     n_samples : int
     n_startup_trials : int
-        Random trials before TPE models the history (all brackets' trials count).
+        Finished trials (enqueued ones included, all brackets) before TPE models the history.
     max_trials : int or None
         Started trials in the study at which every worker stops (checked after each trial, so each
         worker may start one more).

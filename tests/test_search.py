@@ -265,7 +265,7 @@ def test_tpe_startup_is_paid_once_across_hyperband_brackets(monkeypatch):
     assert random_trials == {0, 1, 2, 3} and len(brackets) == 2
 
 
-def test_a_known_trial_budget_keeps_half_for_tpe():
+def test_startup_trials_are_half_a_known_trial_budget():
     from automl import AutoClassifier
     assert [AutoClassifier(n_trials=n)._n_startup_trials() for n in (3, 8, 100, None)] == [2, 4, 10, 10]
 
