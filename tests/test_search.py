@@ -11,6 +11,7 @@ from optuna.distributions import FloatDistribution
 from optuna.storages.journal import JournalStorage
 from optuna.trial import TrialState, create_trial
 
+from automl import AutoClassifier
 from automl.components import resolve_components
 from automl.objective import CVObjective
 from automl.scoring import get_metric
@@ -266,7 +267,6 @@ def test_tpe_startup_is_paid_once_across_hyperband_brackets(monkeypatch):
 
 
 def test_startup_trials_are_half_a_known_trial_budget():
-    from automl import AutoClassifier
     assert [AutoClassifier(n_trials=n)._n_startup_trials() for n in (3, 8, 100, None)] == [2, 4, 10, 10]
 
 
