@@ -232,9 +232,11 @@ class WeightedEnsembleClassifier(ClassifierMixin, _WeightedEnsemble):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Class probabilities in the order of ``classes_``; each row sums to 1.
+            Class probabilities in the order of ``classes_``, each in [0, 1]; each row sums to 1.
         """
-        return self._average(X, self._aligned_proba)
+        # Weights that sum to 1 in exact arithmetic can sum to 1 + 2**-52 in floats, and scikit-learn's
+        # metrics reject a probability above 1 (seen on kc1: every member certain of the same class).
+        return np.clip(self._average(X, self._aligned_proba), 0.0, 1.0)
 
     def predict(self, X):
         """Class with the highest weighted probability.

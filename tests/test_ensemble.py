@@ -51,6 +51,23 @@ def test_refit_probabilities_are_the_weighted_average(iris):
     assert np.mean(ensemble.predict(X) == y) > 0.9
 
 
+def test_certain_members_never_sum_above_one(iris):
+    # Five members that all give probability 1 (unpruned trees on their training rows): with these
+    # ensemble-selection counts the float sum of weight x 1 is 1.0000000000000002, which
+    # scikit-learn's log_loss and roc_auc_score reject ("y_prob contains values greater than 1";
+    # seen on kc1 at a 300 s budget).
+    from sklearn.metrics import log_loss
+    X, y = iris
+    weights = [7, 4, 1, 6, 2]
+    members = [DecisionTreeClassifier(random_state=seed) for seed in range(len(weights))]
+    ensemble = WeightedEnsembleClassifier(estimators=members, weights=weights).fit(X, y)
+    assert sum(ensemble.weights_ * 1.0) > 1.0  # the float overflow this guards against, in the members' order
+    proba = ensemble.predict_proba(X)
+    assert proba.max() == 1.0
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert log_loss(y, proba) < 1e-9
+
+
 def test_weights_are_normalized_and_zero_weight_members_dropped(iris):
     X, y = iris
     ensemble = WeightedEnsembleClassifier(estimators=[logistic(), tree()], weights=[2.0, 0.0]).fit(X, y)
