@@ -5,8 +5,9 @@ PARAMETERS_DOC = """
     ----------
     time_budget : float or None, default=60
         Wall-clock seconds for the whole ``fit`` (validation, search, ensemble, final fit). Shares
-        are kept back for the final fit (15%) and the model-level leak check (5%); workers still
-        busy past the search's deadline are stopped. None: ``n_trials`` bounds the search.
+        are kept back for the final fit (15%) and the model-level leak check (5%); what the final
+        fit is then estimated not to need goes back to the search (a top-up); workers still busy
+        past the search's deadline are stopped. None: ``n_trials`` bounds the search.
     n_trials : int or None, default=None
         Total trials (complete, pruned and failed). None: as many as ``time_budget`` allows.
     metric : str or None, default=None
@@ -105,5 +106,6 @@ ATTRIBUTES_DOC = """
     mlflow_tracking_uri_ : str or None
         Where it was logged.
     timings_ : dict of str -> float
-        Wall seconds of each stage: ``search, ensemble, model_check, tracking, total``.
+        Wall seconds of each stage: ``search, top_up, ensemble, model_check, tracking, total``.
+        ``top_up`` is the part of ``search`` after the first search deadline (0.0 without a top-up).
 """

@@ -388,15 +388,10 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     scores : tuple of (float, float)
         Pooled-OOF score of the kept ensemble and of the best single trial (the hillclimb set).
     """
-    numbers = sorted(result.oof)
-    selection = EnsembleSelection(ensemble_size=ensemble_size, random_state=random_state)
-    selection.fit([result.oof[n] for n in numbers], y, metric.signed)
-    chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
+    selection, chosen = select_members(result, y, metric, ensemble_size, random_state)
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
     if seconds_left is not None:
-        # A refit on all rows costs about one fold's fit, duration / (k - 1); bagging the whole duration.
-        share = 1.0 if final_fit == "bag" else 1.0 / (len(folds) - 1)
-        costs = {n: trials[n].duration.total_seconds() * share for n in chosen}
+        costs = final_fit_costs(result, chosen, final_fit, len(folds))
         chosen = members_in_time(chosen, costs, seconds_left, n_jobs)
     members = [build(trials[n].params) for n in chosen]
     kind = WeightedEnsembleRegressor if metric.task == "regression" else WeightedEnsembleClassifier
@@ -407,13 +402,70 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     return ensemble.fit(X, y), chosen, (kept, best_single)
 
 
+def select_members(result, y, metric, ensemble_size, random_state):
+    """Ensemble selection (Caruana et al., ICML 2004) on the complete trials' OOF predictions.
+
+    Returns
+    -------
+    selection : EnsembleSelection
+        Fitted on the OOF arrays of ``result.oof`` in trial-number order.
+    chosen : dict of int -> float
+        Weight by trial number, of the trials with positive weight.
+    """
+    numbers = sorted(result.oof)
+    selection = EnsembleSelection(ensemble_size=ensemble_size, random_state=random_state)
+    selection.fit([result.oof[n] for n in numbers], y, metric.signed)
+    return selection, {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
+
+
+def final_fit_costs(result, chosen, final_fit, n_folds):
+    """Estimated seconds of each chosen member's final fit, from its trial's duration.
+
+    A refit on all rows costs about one fold's fit, duration / (k - 1); bagging costs the whole
+    duration (its k fold fits again).
+
+    Returns
+    -------
+    costs : dict of int -> float
+        Seconds by trial number.
+    """
+    trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
+    share = 1.0 if final_fit == "bag" else 1.0 / (n_folds - 1)
+    return {n: trials[n].duration.total_seconds() * share for n in chosen}
+
+
+def final_fit_seconds(result, y, folds, metric, *, ensemble_size, final_fit, n_jobs, random_state):
+    """Estimated wall seconds of the final fit of the ensemble the search so far would give.
+
+    Ensemble selection is run on ``result`` as :func:`build_ensemble` runs it, and the chosen members'
+    costs (:func:`final_fit_costs`) are scheduled on ``n_jobs`` threads (:func:`schedule_seconds`).
+    Arguments as for :func:`build_ensemble`; ``result.oof`` must not be empty.
+
+    Returns
+    -------
+    seconds : float
+    """
+    _, chosen = select_members(result, y, metric, ensemble_size, random_state)
+    return schedule_seconds(list(final_fit_costs(result, chosen, final_fit, len(folds)).values()), n_jobs)
+
+
+def schedule_seconds(costs, n_jobs=1):
+    """Graham's bound on a greedy schedule of jobs taking ``costs`` seconds on ``n_jobs`` threads.
+
+    ``sum / n_jobs + (1 - 1 / n_jobs) * max`` (Graham, "Bounds on multiprocessing timing anomalies",
+    SIAM J. Appl. Math., 1969) allows for one long job finishing alone, where the plain sum / n_jobs
+    does not. 0.0 for no jobs.
+    """
+    if not costs:
+        return 0.0
+    return sum(costs) / n_jobs + (1 - 1 / n_jobs) * max(costs)
+
+
 def members_in_time(chosen, costs, seconds_left, n_jobs=1):
     """Drop the lightest members whose final fit would not end in the time left.
 
     The members' fits run on ``n_jobs`` threads, each taking the next member when it is free
-    (greedy list scheduling). Graham's bound on such a schedule, ``sum / n_jobs + (1 - 1 / n_jobs) *
-    max`` (Graham, "Bounds on multiprocessing timing anomalies", SIAM J. Appl. Math., 1969), is the
-    estimate: it allows for one long member finishing alone, where the plain sum / n_jobs does not.
+    (greedy list scheduling); the estimate is Graham's bound on such a schedule (:func:`schedule_seconds`).
 
     Parameters
     ----------
@@ -437,7 +489,7 @@ def members_in_time(chosen, costs, seconds_left, n_jobs=1):
     kept, kept_costs = {}, []
     for number, weight in sorted(chosen.items(), key=lambda item: -item[1]):
         candidate = [*kept_costs, costs[number]]
-        if kept and sum(candidate) / n_jobs + (1 - 1 / n_jobs) * max(candidate) > seconds_left:
+        if kept and schedule_seconds(candidate, n_jobs) > seconds_left:
             continue
         kept[number] = weight
         kept_costs = candidate

@@ -16,7 +16,7 @@ import time
 import uuid
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import optuna
@@ -185,6 +185,8 @@ class SearchResult:
         Id of this search's launch, the user attribute ``launch`` of every trial its workers ran.
     died : int
         Worker processes of this call that died (killed from outside) before the end.
+    top_up_seconds : float
+        Wall seconds of a top-up (:meth:`followed_by`) included in ``seconds``; 0.0 without one.
     """
 
     study: optuna.Study
@@ -194,6 +196,17 @@ class SearchResult:
     callback_seconds: float
     launch: str = ""
     died: int = 0
+    top_up_seconds: float = 0.0
+
+    def followed_by(self, later):
+        """This search and a later one of the same study (a top-up) as one result.
+
+        The later one's study, OOF arrays and launch; seconds and counts summed, the later one's
+        seconds also as ``top_up_seconds``.
+        """
+        return replace(later, seconds=self.seconds + later.seconds, top_up_seconds=later.seconds,
+                       killed=self.killed + later.killed, died=self.died + later.died,
+                       callback_seconds=self.callback_seconds + later.callback_seconds)
 
 
 def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, max_trials=None, deadline=None,

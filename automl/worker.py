@@ -169,6 +169,17 @@ class SharedSearch:
             stop.set()
             thread.join()
 
+    def extend(self, storage, study_name, deadline):
+        """Move the search's deadline later (a top-up): workers that join from now on search until then.
+
+        Workers already searching keep the deadline they read when they joined.
+        """
+        self.deadline = deadline
+        study = _study(storage, study_name)
+        published = study.user_attrs.get(SEARCH_ATTR)
+        if published is not None:
+            study.set_user_attr(SEARCH_ATTR, {**published, "deadline": deadline})
+
     @staticmethod
     def close(storage, study_name):
         """Mark the study's search closed: workers stop after their current trial and late ones do not join."""
@@ -234,8 +245,10 @@ class SharedSearch:
                              "oof_dir on a shared file system.")
         return os.path.join(oof_dir, os.path.basename(self.oof_dir))
 
-    def sampler(self):
-        return make_sampler(self.params["sampler"], self.params["random_state"], self.n_startup_trials)
+    def sampler(self, stream=0):
+        """The search's sampler; ``stream`` > 0 seeds another stream (a top-up must not replay the first)."""
+        return make_sampler(self.params["sampler"], (self.params["random_state"] + stream) % 2**32,
+                            self.n_startup_trials)
 
     def pruner(self):
         return make_pruner(self.params["pruning"], self.params["cv"])

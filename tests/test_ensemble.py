@@ -1,9 +1,11 @@
 """Tests of automl.ensemble.WeightedEnsembleClassifier on sklearn's iris and breast-cancer data."""
 
+import datetime
 import doctest
 import os
 
 import numpy as np
+import optuna
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_iris
@@ -16,6 +18,8 @@ from threadpoolctl import threadpool_info
 
 from automl import ensemble as ensemble_module
 from automl.ensemble import WeightedEnsembleClassifier
+from automl.scoring import get_metric
+from automl.search import SearchResult
 
 
 def logistic():
@@ -230,6 +234,26 @@ def test_members_in_time_drops_the_lightest_and_renormalizes():
     assert kept == pytest.approx({1: 0.5 / 0.7, 4: 0.2 / 0.7})
     # The heaviest member is kept even when it alone is over the time left.
     assert ensemble_module.members_in_time(chosen, {1: 9.0, 2: 1.0, 4: 1.0}, 0.5) == {1: 1.0}
+
+
+def test_final_fit_seconds_schedules_the_members_selection_would_choose():
+    """Two trials, one right on every row: selection takes it alone, and its refit costs one fold of its trial."""
+    y = np.array([0, 1] * 10)
+    study = optuna.create_study(direction="maximize")
+    start = datetime.datetime(2026, 1, 1)
+    for number, seconds in enumerate((8.0, 2.0)):
+        study.add_trial(optuna.trial.FrozenTrial(
+            number=number, trial_id=number, state=optuna.trial.TrialState.COMPLETE, value=0.5,
+            datetime_start=start, datetime_complete=start + datetime.timedelta(seconds=seconds), params={},
+            distributions={}, user_attrs={}, system_attrs={}, intermediate_values={}))
+    right = np.column_stack([1.0 - y, y]).astype(float)
+    oof = {0: right, 1: np.full((len(y), 2), 0.5)}
+    result = SearchResult(study=study, oof=oof, seconds=10.0, killed=0, callback_seconds=0.0)
+    folds = [(None, None)] * 5
+    common = dict(ensemble_size=10, n_jobs=1, random_state=0)
+    estimate = ensemble_module.final_fit_seconds
+    assert estimate(result, y, folds, get_metric("roc_auc", 2), final_fit="refit", **common) == pytest.approx(8.0 / 4)
+    assert estimate(result, y, folds, get_metric("roc_auc", 2), final_fit="bag", **common) == pytest.approx(8.0)
 
 
 def test_the_fallback_is_the_class_prior_when_no_time_is_left(credit):

@@ -243,3 +243,40 @@ def test_the_final_model_is_checked_for_a_dominant_column(load_shared):
     assert model.timings_["model_check"] > 0
     off = AutoClassifier(**dict(TINY, include=["hgb"], n_trials=2, cv=3, leak_check="off")).fit(X, y)
     assert off.leak_report_.notes == () and "model_check" not in off.timings_
+
+
+@pytest.mark.slow
+def test_the_final_stages_spare_time_goes_back_to_the_search(credit_g, monkeypatch):
+    """Half of a 12 s budget kept for a final fit of logistic regressions (well under a second): a top-up.
+
+    The share is raised from 15% so that the top-up clears its 5% floor, the grace and the safety margin
+    at a test's budget (at 60 s a 15% share leaves about 2 s spare, under the floor; at 300 s, about 30 s).
+    Random search shows the top-up draws from its own stream: replaying the first search's seed would
+    propose its trials again.
+    """
+    from automl import estimator as estimator_module
+
+    monkeypatch.setattr(estimator_module, "FINAL_STAGE_SHARE", 0.5)
+    X, y, _, _ = credit_g
+    model = AutoClassifier(time_budget=12, include=["logreg"], cv=3, sampler="random", tracking=False, verbose=0,
+                           random_state=0).fit(X, y)
+    launches = {}
+    for trial in model.study_.trials:
+        launches.setdefault(trial.user_attrs.get("launch"), []).append(trial)
+    first, top_up = sorted(launches.values(), key=lambda trials: trials[0].number)
+    # The first search ends about 6 s before the final deadline; the top-up keeps about 1.5 s of it.
+    assert model.timings_["top_up"] > 2.0 and len(top_up) >= 3
+    assert model.timings_["total"] <= 12
+    first_params = [t.params for t in first]
+    assert not any(t.params in first_params for t in top_up)
+    assert set(model.ensemble_candidates_) & {t.number for t in top_up}, "the top-up's trials are candidates"
+
+
+def test_a_search_stopped_by_its_trial_count_is_not_topped_up(credit_g, monkeypatch):
+    from automl import estimator as estimator_module
+
+    monkeypatch.setattr(estimator_module, "FINAL_STAGE_SHARE", 0.5)
+    X, y, _, _ = credit_g
+    done = AutoClassifier(time_budget=12, n_trials=3, include=["logreg"], cv=3, tracking=False, verbose=0,
+                          random_state=0).fit(X, y)
+    assert len(done.study_.trials) == 3 and done.timings_["top_up"] == 0.0

@@ -55,6 +55,8 @@ def _ours_info(model):
         "trials_per_minute": complete / max(timings["search"], 1e-9) * 60,
         "members": int((board["weight"] > 0).sum()),
         "search_seconds": timings["search"], "ensemble_seconds": timings["ensemble"],
+        # The part of the search after its first deadline, given back by the final stage (0.0: none).
+        "top_up_seconds": timings.get("top_up", 0.0),
         # The model-level leak check has its own share of the budget: not overhead, reported apart.
         "model_check_seconds": timings.get("model_check", 0.0),
         "folds_fitted": int(board["folds"].sum()),
