@@ -405,6 +405,9 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
 def select_members(result, y, metric, ensemble_size, random_state):
     """Ensemble selection (Caruana et al., ICML 2004) on the complete trials' OOF predictions.
 
+    The answer is kept in ``result.selection`` and given again while the trials and arguments are the
+    same: selection costs seconds on large data, and the top-up's estimate asks it first.
+
     Returns
     -------
     selection : EnsembleSelection
@@ -413,9 +416,14 @@ def select_members(result, y, metric, ensemble_size, random_state):
         Weight by trial number, of the trials with positive weight.
     """
     numbers = sorted(result.oof)
+    key = (tuple(numbers), metric.name, ensemble_size, random_state)
+    if result.selection is not None and result.selection[0] == key:
+        return result.selection[1], dict(result.selection[2])
     selection = EnsembleSelection(ensemble_size=ensemble_size, random_state=random_state)
     selection.fit([result.oof[n] for n in numbers], y, metric.signed)
-    return selection, {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
+    chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
+    result.selection = (key, selection, chosen)
+    return selection, dict(chosen)
 
 
 def final_fit_costs(result, chosen, final_fit, n_folds):

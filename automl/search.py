@@ -187,6 +187,10 @@ class SearchResult:
         Worker processes of this call that died (killed from outside) before the end.
     top_up_seconds : float
         Wall seconds of a top-up (:meth:`followed_by`) included in ``seconds``; 0.0 without one.
+    selection : tuple or None
+        The last ensemble selection run on ``oof`` (key, selection, chosen), kept by
+        :func:`automl.ensemble.select_members` so the top-up's estimate and the final ensemble, which
+        ask the same question of the same trials, pay for one answer.
     """
 
     study: optuna.Study
@@ -197,6 +201,7 @@ class SearchResult:
     launch: str = ""
     died: int = 0
     top_up_seconds: float = 0.0
+    selection: tuple = None
 
     def followed_by(self, later):
         """This search and a later one of the same study (a top-up) as one result.
@@ -204,7 +209,7 @@ class SearchResult:
         The later one's study, OOF arrays and launch; seconds and counts summed, the later one's
         seconds also as ``top_up_seconds``.
         """
-        return replace(later, seconds=self.seconds + later.seconds, top_up_seconds=later.seconds,
+        return replace(later, seconds=self.seconds + later.seconds, top_up_seconds=later.seconds, selection=None,
                        killed=self.killed + later.killed, died=self.died + later.died,
                        callback_seconds=self.callback_seconds + later.callback_seconds)
 

@@ -236,9 +236,8 @@ def test_members_in_time_drops_the_lightest_and_renormalizes():
     assert ensemble_module.members_in_time(chosen, {1: 9.0, 2: 1.0, 4: 1.0}, 0.5) == {1: 1.0}
 
 
-def test_final_fit_seconds_schedules_the_members_selection_would_choose():
-    """Two trials, one right on every row: selection takes it alone, and its refit costs one fold of its trial."""
-    y = np.array([0, 1] * 10)
+def _two_trial_result(y):
+    """A finished search of two trials (8 s and 2 s): trial 0 right on every row, trial 1 a coin."""
     study = optuna.create_study(direction="maximize")
     start = datetime.datetime(2026, 1, 1)
     for number, seconds in enumerate((8.0, 2.0)):
@@ -248,12 +247,45 @@ def test_final_fit_seconds_schedules_the_members_selection_would_choose():
             distributions={}, user_attrs={}, system_attrs={}, intermediate_values={}))
     right = np.column_stack([1.0 - y, y]).astype(float)
     oof = {0: right, 1: np.full((len(y), 2), 0.5)}
-    result = SearchResult(study=study, oof=oof, seconds=10.0, killed=0, callback_seconds=0.0)
+    return SearchResult(study=study, oof=oof, seconds=10.0, killed=0, callback_seconds=0.0)
+
+
+def test_final_fit_seconds_schedules_the_members_selection_would_choose():
+    """Selection takes the right trial alone, and its refit costs one fold of its trial."""
+    y = np.array([0, 1] * 10)
+    result = _two_trial_result(y)
     folds = [(None, None)] * 5
     common = dict(ensemble_size=10, n_jobs=1, random_state=0)
     estimate = ensemble_module.final_fit_seconds
     assert estimate(result, y, folds, get_metric("roc_auc", 2), final_fit="refit", **common) == pytest.approx(8.0 / 4)
     assert estimate(result, y, folds, get_metric("roc_auc", 2), final_fit="bag", **common) == pytest.approx(8.0)
+
+
+def test_selection_is_run_once_per_set_of_trials(monkeypatch):
+    """The top-up's estimate and the final ensemble share one selection; new trials or a new size redo it."""
+    y = np.array([0, 1] * 10)
+    result = _two_trial_result(y)
+    runs = []
+    real_fit = ensemble_module.EnsembleSelection.fit
+
+    def counted(self, *args, **kwargs):
+        runs.append(self.ensemble_size)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ensemble_module.EnsembleSelection, "fit", counted)
+    metric = get_metric("roc_auc", 2)
+    first = ensemble_module.select_members(result, y, metric, 10, 0)
+    first[1][0] = -1.0  # the caller's copy: changing it must not change the kept answer
+    again = ensemble_module.select_members(result, y, metric, 10, 0)
+    assert runs == [10]
+    assert again[0] is first[0] and again[1] == {0: 1.0}
+    ensemble_module.select_members(result, y, metric, 5, 0)
+    assert runs == [10, 5]
+    result.oof[2] = result.oof[0]
+    _, chosen = ensemble_module.select_members(result, y, metric, 5, 0)
+    assert runs == [10, 5, 5] and set(chosen) <= {0, 2}
+    topped = result.followed_by(result)
+    assert topped.selection is None
 
 
 def test_the_fallback_is_the_class_prior_when_no_time_is_left(credit):
