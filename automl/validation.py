@@ -9,11 +9,7 @@ Column kinds and the repairs made to them (each later stage sees only the cleane
   Numbers stored as strings stay categorical: guessing would make training and prediction disagree.
 
 Columns whose values are all missing, or that hold one distinct non-missing value, are dropped with a
-:class:`~automl.exceptions.DataRepairWarning` and recorded in ``DatasetProfile.dropped_columns``. So are
-categorical columns that name the row rather than describe it (distinct on at least 95% of the rows and
-on at least 50 values, a passenger's name, a ticket number): nearly every level is seen once, so no
-encoder can learn from it and at predict time almost every value is new. AutoGluon drops such columns
-too (``DropUniqueFeatureGenerator``, at 99% distinct); a column is kept if it is the only one left.
+:class:`~automl.exceptions.DataRepairWarning` and recorded in ``DatasetProfile.dropped_columns``.
 """
 
 from __future__ import annotations
@@ -32,9 +28,6 @@ from automl.exceptions import DataRepairWarning, DataValidationError
 from automl.exceptions import listing as _listing
 from automl.target import encode_target, regression_target
 
-# A categorical column distinct on this share of its rows, and on at least this many values, identifies
-# rows; the leak check (automl.leakage) uses the same thresholds for identifiers of any kind.
-IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT = 0.95, 50
 _EPOCH = pd.Timestamp("1970-01-01")
 _ONE_DAY = pd.Timedelta(days=1)
 # pandas.api.types.infer_dtype results for object columns that are not plain text.
@@ -66,8 +59,7 @@ class DatasetProfile:
     categorical_columns : tuple of str
         Kept object / str / category columns.
     dropped_columns : dict of str to str
-        Dropped column -> reason (``"all values missing"``, ``"constant"`` or, for a categorical
-        column naming the row, ``"identifier: distinct on 99% of rows"``).
+        Dropped column -> reason (``"all values missing"`` or ``"constant"``).
     missing_rate : dict of str to float
         Kept column -> fraction of missing values in [0, 1].
     categories : dict of str to tuple of str
@@ -161,7 +153,7 @@ def check_training_data(X, y, *, n_folds, task="classification"):
     Warns
     -----
     DataRepairWarning
-        When all-missing, constant or identifier columns are dropped.
+        When all-missing or constant columns are dropped.
 
     Examples
     --------
@@ -185,9 +177,6 @@ def check_training_data(X, y, *, n_folds, task="classification"):
     converted = _convert_frame(frame, kinds)
     _check_finite(converted)
     dropped = _find_uninformative(converted)
-    identifiers = _find_identifiers(converted, kinds, dropped)
-    if len(dropped) + len(identifiers) < converted.shape[1]:
-        dropped.update(identifiers)
     if len(dropped) == converted.shape[1]:
         raise DataValidationError(
             f"Every column of X would be dropped ({_describe(dropped)}); "
@@ -401,20 +390,6 @@ def _find_uninformative(frame):
     """Return column -> reason for columns with no non-missing value or a single distinct one."""
     n_distinct = frame.nunique(dropna=True)
     return {name: "constant" if n else "all values missing" for name, n in n_distinct.items() if n < 2}
-
-
-def _find_identifiers(frame, kinds, dropped):
-    """Return column -> reason for categorical columns distinct on nearly every row."""
-    found = {}
-    for name in frame.columns:
-        if kinds[name] != "categorical" or name in dropped:
-            continue
-        n_distinct = frame[name].nunique(dropna=True)
-        ratio = n_distinct / len(frame)
-        if ratio >= IDENTIFIER_DISTINCT_RATIO and n_distinct >= IDENTIFIER_MIN_DISTINCT:
-            # Rounded down, so that a column with one repeat never reads as distinct on 100%.
-            found[name] = f"identifier: distinct on {int(ratio * 100)}% of rows"
-    return found
 
 
 def _fingerprint(converted, y_encoded, classes):

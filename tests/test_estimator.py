@@ -145,22 +145,6 @@ def test_class_seen_once_is_predicted_at_its_base_rate(shared_data):
     assert "imS" not in model.predict(X)
 
 
-def test_a_categorical_identifier_is_dropped_and_the_leak_check_is_quiet_about_it(shared_data):
-    # Titanic's Name is distinct on every row: one-hot or target encoding it fits noise. It is dropped
-    # with a repair warning, so the leak check has no identifier left to warn about.
-    frame = pd.read_csv(shared_data / "titanic.csv")
-    X, y = frame.drop(columns="Survived"), frame["Survived"]
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        model = AutoClassifier(**dict(TINY, include=["logreg"], n_trials=2, cv=3)).fit(X, y)
-    repairs = [str(w.message) for w in seen if issubclass(w.category, DataRepairWarning)]
-    assert any("'Name' (identifier: distinct on 100% of rows)" in m for m in repairs)
-    assert not [f for f in model.leak_report_.findings if f.kind == "identifier"]
-    assert model.profile_.dropped_columns["Name"].startswith("identifier")
-    proba = model.predict_proba(X.drop(columns="Name").head(4))
-    np.testing.assert_allclose(proba, model.predict_proba(X.head(4)))
-
-
 class _Broken(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         raise RuntimeError("broken on purpose")
