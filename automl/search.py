@@ -201,7 +201,7 @@ class SearchResult:
     launch: str = ""
     died: int = 0
     top_up_seconds: float = 0.0
-    selection: tuple = None
+    selection: tuple | None = None
 
     def followed_by(self, later):
         """This search and a later one of the same study (a top-up) as one result.
@@ -209,8 +209,8 @@ class SearchResult:
         The later one's study, OOF arrays and launch; seconds and counts summed, the later one's
         seconds also as ``top_up_seconds``.
         """
-        return replace(later, seconds=self.seconds + later.seconds, top_up_seconds=later.seconds, selection=None,
-                       killed=self.killed + later.killed, died=self.died + later.died,
+        return replace(later, seconds=self.seconds + later.seconds, top_up_seconds=later.seconds,
+                       selection=None, killed=self.killed + later.killed, died=self.died + later.died,
                        callback_seconds=self.callback_seconds + later.callback_seconds)
 
 
