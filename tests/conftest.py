@@ -1,4 +1,4 @@
-"""Shared fixtures: the real datasets of ../shared/data (beside the clone, in CI too), a real MLflow server."""
+"""Shared fixtures: the real datasets of ../shared/data (beside the clone, in CI too; see _find_shared_data), a real MLflow server."""
 
 import contextlib
 import os
@@ -18,7 +18,23 @@ from threadpoolctl import threadpool_limits
 
 from automl.validation import check_training_data
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _find_shared_data():
+    """``$AUTOML_SHARED_DATA``, else ../shared/data beside this checkout, else beside the checkout it was
+    cloned from (a local clone in a temporary folder has no ../shared of its own)."""
+    if os.environ.get("AUTOML_SHARED_DATA"):
+        return Path(os.environ["AUTOML_SHARED_DATA"])
+    checkout = Path(__file__).resolve().parents[1]
+    candidates = [checkout.parent / "shared" / "data"]
+    origin = subprocess.run(["git", "-C", str(checkout), "config", "--get", "remote.origin.url"],
+                            capture_output=True, text=True).stdout.strip()
+    if origin and Path(origin).is_dir():
+        candidates.append(Path(origin).resolve().parent / "shared" / "data")
+    return next((path for path in candidates if path.is_dir()), candidates[0])
+
+
+SHARED_DATA = _find_shared_data()
 
 
 def _load_shared(name, target):
