@@ -35,6 +35,8 @@ def _find_shared_data():
 
 
 SHARED_DATA = _find_shared_data()
+# Test modules that need the path at collection (for parametrize) read it here; conftest loads first.
+os.environ["AUTOML_SHARED_DATA"] = str(SHARED_DATA)
 
 
 def _load_shared(name, target):

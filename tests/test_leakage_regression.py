@@ -1,6 +1,7 @@
 """The regression leak check on the 7 shared regression datasets: silent on honest columns, loud on leaks."""
 
 import csv
+import os
 import warnings
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from sklearn.model_selection import KFold
 from automl.leakage_regression import NEAR_EXACT_R2, STRONG_R2, check_regression_leakage
 from automl.validation import check_training_data
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(os.environ["AUTOML_SHARED_DATA"])  # set by conftest.py
 REGRESSION = [row for row in csv.DictReader(open(SHARED_DATA / "MANIFEST.csv")) if row["task"] == "regression"]
 
 

@@ -1,6 +1,7 @@
 """Tests for automl.validation: kinds, conversions, target encoding, errors, repairs, predict-time checks."""
 
 import dataclasses
+import os
 import pickle
 import warnings
 from pathlib import Path
@@ -17,7 +18,7 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 from automl.exceptions import DataRepairWarning, DataValidationError
 from automl.validation import DatasetProfile, check_prediction_data, check_training_data
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ["AUTOML_SHARED_DATA"])  # set by conftest.py
 
 
 @pytest.fixture(scope="module")
