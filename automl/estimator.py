@@ -345,7 +345,9 @@ class _AutoMLBase(BaseEstimator):
         Once the search is done its final fit can be estimated (ensemble selection on the OOF
         predictions, then each member's cost from its trial, :func:`automl.ensemble.final_fit_seconds`);
         the search then goes on until ``final`` less twice that estimate, the grace of a busy trial and
-        MLflow's allowance, when that gains at least ``MIN_TOP_UP_SHARE`` of the budget.
+        MLflow's allowance, when that gains at least ``MIN_TOP_UP_SHARE`` of the budget. When the search
+        stopped busy workers their pool is gone, and the gain must also pay for starting it again (as
+        long as the search waited for its first trial, ``result.start_seconds``).
         """
         if final is None or not result.oof or (max_trials is not None
                                                 and count_started(storage, study_name) >= max_trials):
@@ -356,7 +358,8 @@ class _AutoMLBase(BaseEstimator):
         # Selecting again after the top-up, on more trials, takes about as long again.
         need = TOP_UP_SAFETY * need + 2 * (time.time() - started)
         end = final - need - grace - (TRACKING_ALLOWANCE if self.tracking else 0.0)
-        return end if end - time.time() >= MIN_TOP_UP_SHARE * self.time_budget else None
+        restart = np.nan_to_num(result.start_seconds) if result.stopped else 0.0
+        return end if end - time.time() - restart >= MIN_TOP_UP_SHARE * self.time_budget else None
 
     def _warn_unseeded_continuation(self, storage, study_name):
         """Without random_state a continued study's folds differ: its trials are not this search's peers."""

@@ -42,6 +42,18 @@ def _ours(**overrides):
     return fit
 
 
+def _ours_first_rung(folds):
+    """Ours with Hyperband's first rung at ``folds`` folds instead of one: a candidate default."""
+    fit = _ours()
+
+    def first_rung_fit(*args):
+        from automl import search
+        # The pruner is built in this process and sent to the workers, so setting it here reaches them.
+        search.PRUNING_MIN_RESOURCE = folds
+        return fit(*args)
+    return first_rung_fit
+
+
 def _ours_info(model):
     """Trial counts and the stage timings from which the summary derives our overhead."""
     board = model.leaderboard_
@@ -153,6 +165,7 @@ SYSTEMS = {
     "ours": ("main", _ours()),
     "ours-random": ("main", _ours(sampler="random")),
     "ours-nopruning": ("main", _ours(pruning=False)),
+    "ours-rung2": ("main", _ours_first_rung(2)),
     "ours-single": ("main", _ours(ensemble_size=1)),
     "hgb": ("main", hgb),
     "lgbm": ("main", lgbm),
