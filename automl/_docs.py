@@ -30,8 +30,10 @@ PARAMETERS_DOC = """
         Families of your own, added to the registry (see :class:`automl.components.ComponentSpec`).
     sampler : {"tpe", "random"}, default="tpe"
         Random search is the baseline TPE must beat.
-    pruning : bool, default=True
-        Hyperband over folds; False runs every trial to the last fold.
+    pruning : bool or "auto", default="auto"
+        Hyperband over folds; False runs every trial to the last fold. "auto" prunes when there is no
+        ``time_budget`` or it is at least 120 s: at 60 s, pruned trials leave no out-of-fold
+        predictions for the ensemble, and no pruning scored as well or better (docs/benchmarks.md).
     ensemble_size : int, default=50
         Picks of Caruana ensemble selection (with replacement); 1 keeps the best single trial.
     final_fit : {"refit", "bag"}, default="refit"

@@ -25,6 +25,7 @@ from sklearn.utils import check_random_state
 
 from .exceptions import DataValidationError, LeakageWarning
 from .objective import aligned_proba
+from .validation import IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT
 
 MAX_ROWS, MAX_FOLDS = 10_000, 3  # cost bounds of the cross-validated scores
 # Target leakage. On the 22 shared classification datasets no column reaches 0.92 alone, and the honest
@@ -38,7 +39,7 @@ MAX_RESCORED = 2  # columns scored against the other columns (one baseline fit e
 # Categorical purity: share of rows whose level holds one class, among levels of >= 2 rows.
 PURE_SHARE, PURE_SHARE_HIGH, PURE_ABOVE_CHANCE = 0.5, 0.9, 0.25
 # Identifiers.
-ID_DISTINCT_RATIO, ID_MIN_DISTINCT, ID_AUC = 0.95, 50, 0.6
+ID_AUC = 0.6
 ID_MAX_STEP = 2.0  # mean gap between sorted distinct integers: 1 for consecutive ids
 ID_MAX_KS = 0.05  # distance from the uniform spread of randomly drawn ids
 _ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|index|idx|serial|number|num|no|nr)$")
@@ -182,11 +183,13 @@ def identifier_scan(X, profile, finding, scored):
     """Identifier findings, ``finding(column, evidence, *scored)`` each, and the columns left to score.
 
     Identifiers stay out of the target scores and their baselines: one that follows the outcome would
-    mask every other leak.
+    mask every other leak. The categorical identifiers that validation keeps from every model
+    (``profile.identifier_columns``) are neither scored nor reported: no model can learn from them.
     """
-    findings = [finding(c, evidence, *scored) for c in X.columns
-                if (evidence := _identifier_evidence(X[c], profile.kinds.get(c))) is not None]
-    return findings, [c for c in X.columns if c not in {f.column for f in findings}]
+    unused = set(profile.identifier_columns)
+    findings = [finding(c, evidence, *scored) for c in X.columns if c not in unused
+                and (evidence := _identifier_evidence(X[c], profile.kinds.get(c))) is not None]
+    return findings, [c for c in X.columns if c not in {f.column for f in findings} | unused]
 
 
 # ---- duplicates -------------------------------------------------------------------------------------
@@ -431,7 +434,7 @@ def _identifier_evidence(values, kind):
     present = values.dropna()
     n_distinct = present.nunique()
     ratio = n_distinct / len(values)
-    if ratio < ID_DISTINCT_RATIO or n_distinct < ID_MIN_DISTINCT:
+    if ratio < IDENTIFIER_DISTINCT_RATIO or n_distinct < IDENTIFIER_MIN_DISTINCT:
         return None
     evidence = {"distinct_ratio": _round(ratio), "n_distinct": int(n_distinct)}
     if kind == "categorical":

@@ -125,10 +125,9 @@ def model_signature(profile):
     from mlflow.types import ColSpec, Schema
 
     dtypes = profile.dtypes or {}
-    columns = [
-        ColSpec(_column_type(profile.kinds[c], dtypes.get(c, "float64")), c, required=c not in profile.dropped_columns)
-        for c in profile.input_columns
-    ]
+    optional = set(profile.dropped_columns) | set(profile.identifier_columns)  # no model reads them
+    columns = [ColSpec(_column_type(profile.kinds[c], dtypes.get(c, "float64")), c, required=c not in optional)
+               for c in profile.input_columns]
     return ModelSignature(inputs=Schema(columns))
 
 

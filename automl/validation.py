@@ -10,6 +10,14 @@ Column kinds and the repairs made to them (each later stage sees only the cleane
 
 Columns whose values are all missing, or that hold one distinct non-missing value, are dropped with a
 :class:`~automl.exceptions.DataRepairWarning` and recorded in ``DatasetProfile.dropped_columns``.
+
+A categorical column that names the row rather than describes it (distinct on at least 95% of the rows
+and on at least 50 values: a passenger's name) is given to no model, with a DataRepairWarning, and
+recorded in ``DatasetProfile.identifier_columns``: nearly every level is seen once, so no encoder can
+learn from it, and at predict time almost every value is new. It stays in the cleaned frame, because
+the leak check needs it: two passengers with the same ticket and fare are different people when their
+names differ. AutoGluon drops such columns too (``DropUniqueFeatureGenerator``, at 99% distinct). When
+every kept column would be one, they are all kept as features.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ from automl.exceptions import DataRepairWarning, DataValidationError
 from automl.exceptions import listing as _listing
 from automl.target import encode_target, regression_target
 
+# A categorical column distinct on this share of its rows, and on at least this many values, identifies
+# rows; the leak check (automl.leakage) uses the same thresholds for identifiers of any kind.
+IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT = 0.95, 50
 _EPOCH = pd.Timestamp("1970-01-01")
 _ONE_DAY = pd.Timedelta(days=1)
 # pandas.api.types.infer_dtype results for object columns that are not plain text.
@@ -51,19 +62,20 @@ class DatasetProfile:
     n_features : int
         Number of columns kept after dropping all-missing and constant columns.
     feature_names : tuple of str of length n_features
-        The kept columns, in training order: the columns the model sees.
+        The kept columns, in training order: the cleaned frame's columns. The models see all of them but
+        ``identifier_columns``.
     input_columns : tuple of str
         Every column as given, before drops, converted to str.
     numeric_columns : tuple of str
         Kept numeric columns, including booleans and datetimes (converted to float64).
     categorical_columns : tuple of str
-        Kept object / str / category columns.
+        Kept object / str / category columns that the models see (identifiers are not among them).
     dropped_columns : dict of str to str
         Dropped column -> reason (``"all values missing"`` or ``"constant"``).
     missing_rate : dict of str to float
         Kept column -> fraction of missing values in [0, 1].
     categories : dict of str to tuple of str
-        Kept categorical column -> sorted levels seen in training.
+        Column of ``categorical_columns`` -> sorted levels seen in training.
     kinds : dict of str to str
         Every input column -> ``"numeric"``, ``"categorical"``, ``"boolean"`` or ``"datetime"``.
     task : {"binary", "multiclass", "regression"}
@@ -80,6 +92,10 @@ class DatasetProfile:
     target_stats : dict of str to float or None
         Regression only: ``min, max, mean, std, skew`` of y (the search offers a log transform of a
         non-negative, right-skewed target). None for classification.
+    identifier_columns : tuple of str
+        Kept categorical columns distinct on at least 95% of the rows and on at least 50 values: in
+        the cleaned frame (the leak check reads them), given to no model. Empty in profiles pickled
+        before it existed.
 
     Examples
     --------
@@ -104,6 +120,7 @@ class DatasetProfile:
     fingerprint: str
     dtypes: dict[str, str] | None = None
     target_stats: dict[str, float] | None = None
+    identifier_columns: tuple[str, ...] = ()
 
     @property
     def has_missing(self) -> bool:
@@ -186,9 +203,10 @@ def check_training_data(X, y, *, n_folds, task="classification"):
         message = f"Dropped {len(dropped)} column(s) that cannot help the model: {_describe(dropped)}."
         warnings.warn(message, DataRepairWarning, stacklevel=2)
     X_clean = converted.drop(columns=list(dropped))
+    identifiers = _find_identifiers(X_clean, kinds)
     fingerprint = _fingerprint(converted, y_encoded, classes)
     counts = () if task == "regression" else np.bincount(y_encoded)
-    profile = _build_profile(X_clean, kinds, dropped, counts, fingerprint)
+    profile = _build_profile(X_clean, kinds, dropped, counts, fingerprint, identifiers)
     profile = dataclasses.replace(profile, dtypes={str(c): str(t) for c, t in frame.dtypes.items()})
     if task == "regression":
         profile = dataclasses.replace(profile, task="regression", target_stats=_target_stats(y_encoded))
@@ -217,7 +235,8 @@ def check_prediction_data(X, profile):
     Raises
     ------
     DataValidationError
-        If X has no rows, a training column is missing, an array has the wrong number of columns, a
+        If X has no rows, a training column is missing (an identifier column may be: see
+        ``profile.identifier_columns``), an array has the wrong number of columns, a
         column cannot be read as its training kind, or X holds infinite values.
 
     Warns
@@ -235,6 +254,9 @@ def check_prediction_data(X, profile):
     {'size': [5.0, 6.0], 'color': ['green', nan]}
     """
     frame = _to_frame(X, names=profile.input_columns)
+    # No model reads an identifier column: one left out at predict time is filled with missing values.
+    unused = [column for column in profile.identifier_columns if column not in frame.columns]
+    frame = frame.assign(**{column: np.nan for column in unused})
     missing = [column for column in profile.feature_names if column not in frame.columns]
     if missing:
         raise DataValidationError(
@@ -392,6 +414,25 @@ def _find_uninformative(frame):
     return {name: "constant" if n else "all values missing" for name, n in n_distinct.items() if n < 2}
 
 
+def _find_identifiers(frame, kinds):
+    """Categorical columns distinct on nearly every row (see the module notes), with a warning; () if all are."""
+    found = {}
+    for name in frame.columns:
+        if kinds[name] == "categorical":
+            n_distinct = frame[name].nunique(dropna=True)
+            if n_distinct / len(frame) >= IDENTIFIER_DISTINCT_RATIO and n_distinct >= IDENTIFIER_MIN_DISTINCT:
+                found[name] = n_distinct
+    if not found or len(found) == frame.shape[1]:
+        return ()
+    # Rounded down, so that a column with one repeat never reads as distinct on 100%.
+    described = "; ".join(f"{name!r} ({n} values, {int(100 * n / len(frame))}% of rows)" for name, n in found.items())
+    warnings.warn(
+        f"{len(found)} categorical column(s) name the row rather than describe it, and are given to no model "
+        f"(they stay in the data for the leak check): {described}. To use one, pass a coarser version of it "
+        "(a title, a prefix).", DataRepairWarning, stacklevel=3)
+    return tuple(found)
+
+
 def _fingerprint(converted, y_encoded, classes):
     """Hash the content of X (all input columns, converted) and y into 16 hex characters."""
     digest = hashlib.sha256()
@@ -402,10 +443,10 @@ def _fingerprint(converted, y_encoded, classes):
     return digest.hexdigest()[:16]
 
 
-def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint):
+def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint, identifiers=()):
     """Assemble the DatasetProfile from the cleaned frame and what was learnt on the way."""
     kept = tuple(X_clean.columns)
-    categorical = tuple(name for name in kept if kinds[name] == "categorical")
+    categorical = tuple(name for name in kept if kinds[name] == "categorical" and name not in identifiers)
     return DatasetProfile(
         n_samples=len(X_clean),
         n_features=len(kept),
@@ -421,6 +462,7 @@ def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint):
         n_classes=len(class_counts),
         class_counts=tuple(int(count) for count in class_counts),
         fingerprint=fingerprint,
+        identifier_columns=tuple(identifiers),
     )
 
 

@@ -121,7 +121,7 @@ class SharedSearch:
         return cls(
             task=estimator._task,
             params={"metric": setup.metric.name, "cv": n_folds, "random_state": int(setup.seed), "include": include,
-                    "sampler": estimator.sampler, "pruning": estimator.pruning},
+                    "sampler": estimator.sampler, "pruning": estimator._pruning()},
             search_key=estimator.search_key_, fingerprint=estimator.profile_.fingerprint,
             n_samples=int(estimator.profile_.n_samples),
             n_startup_trials=estimator._n_startup_trials(), max_trials=max_trials, deadline=deadline,

@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from datetime import timedelta
 from types import SimpleNamespace
 
 import numpy as np
@@ -128,6 +129,22 @@ def test_multiclass_default_metric_is_log_loss(load_shared):
     assert model.predict_proba(X).shape == (len(X), len(np.unique(y)))
 
 
+def test_an_identifier_column_feeds_no_model_and_may_be_left_out_at_predict(shared_data):
+    # Titanic's Name is distinct on every row: one-hot or target encoding it fits noise.
+    frame = pd.read_csv(shared_data / "titanic.csv")
+    X, y = frame.drop(columns="Survived"), frame["Survived"]
+    with pytest.warns(DataRepairWarning, match=r"'Name' \(891 values, 100% of rows\)"):
+        model = AutoClassifier(**dict(TINY, include=["logreg"], n_trials=2, cv=3)).fit(X, y)
+    assert model.profile_.identifier_columns == ("Name",)
+    # The duplicate-row check still reads Name: passengers who agree on every other column are
+    # different people, not copies (without Name it called 16 of them copies).
+    assert not [f for f in model.leak_report_.findings if f.kind == "duplicates"]
+    head = X.head(5)
+    expected = model.predict_proba(head)
+    np.testing.assert_allclose(model.predict_proba(head.drop(columns="Name")), expected)
+    np.testing.assert_allclose(model.predict_proba(head.assign(Name="someone else")), expected)
+
+
 def test_class_seen_once_is_predicted_at_its_base_rate(shared_data):
     # ecoli with one imS row left: the class is dropped from the search but stays in classes_, so a
     # test row of it costs log(n) instead of the clipping bound (the benchmark lost ecoli on one row).
@@ -251,8 +268,7 @@ def test_the_final_model_is_checked_for_a_dominant_column(load_shared):
 def test_the_final_stages_spare_time_goes_back_to_the_search(credit_g, monkeypatch):
     """Half of a 20 s budget kept for a final fit of logistic regressions (well under a second): a top-up.
 
-    The share is raised from 15% so that the top-up clears its 5% floor, the grace and the safety margin
-    at a test's budget (at 60 s a 15% share leaves about 2 s spare, under the floor; at 300 s, about 30 s).
+    The share is raised from 15% so that the top-up surely clears its floor and margins at a test's budget.
     20 s, not 12: a trial still busy at the first deadline has its worker stopped, and the top-up then
     starts the pool again (2-3 s); CI once spent all of a 12 s budget's top-up on that and ran no trial.
     Random search shows the top-up draws from its own stream: replaying the first search's seed would
@@ -276,23 +292,30 @@ def test_the_final_stages_spare_time_goes_back_to_the_search(credit_g, monkeypat
     assert set(model.ensemble_candidates_) & {t.number for t in top_up}, "the top-up's trials are candidates"
 
 
-def test_a_top_up_must_also_pay_for_restarting_stopped_workers(monkeypatch):
-    """Stopped workers take their pool with them: the top-up's gain must cover starting it again."""
+def test_a_top_up_keeps_time_for_a_busy_trial_and_for_restarting_stopped_workers(monkeypatch):
+    """The top-up ends early enough for a trial as long as the longest so far, and pays for a new pool."""
     from automl import estimator as estimator_module
 
     monkeypatch.setattr(estimator_module, "final_fit_seconds", lambda *args, **kwargs: 0.5)
     setup = SimpleNamespace(y=None, folds=None, metric=None, seed=0)
     model = AutoClassifier(time_budget=60, tracking=False)
 
-    def top_up(stopped):
-        # 10 s to the final deadline, less twice the 0.5 s estimate and 1 s of grace: 8 s spare, over
-        # the 3 s floor (5% of 60 s); with 6 s of restart, 2 s, under it.
-        result = SimpleNamespace(oof={0: None}, stopped=stopped, start_seconds=6.0)
-        return model._top_up_deadline(result, setup, time.time() + 10, 1.0, None, "study", None)
+    def top_up(longest=0.4, stopped=0, start_seconds=6.0):
+        # Trial 1 ran 30 s but left no OOF predictions (pruned): it does not set the margin.
+        trials = [SimpleNamespace(number=0, duration=timedelta(seconds=longest)),
+                  SimpleNamespace(number=1, duration=timedelta(seconds=30))]
+        result = SimpleNamespace(oof={0: None}, stopped=stopped, start_seconds=start_seconds,
+                                 study=SimpleNamespace(get_trials=lambda deepcopy: trials))
+        end = model._top_up_deadline(result, setup, time.time() + 10, 3.0, None, "study", None)
+        return None if end is None else end - time.time()
 
-    end = top_up(stopped=0)
-    assert end is not None and 7.5 < end - time.time() < 8.01
-    assert top_up(stopped=1) is None
+    # 10 s to the final deadline, less twice the 0.5 s estimate and 1.5 times the 0.4 s trial: 8.4 s.
+    assert 8.0 < top_up() < 8.41
+    assert 5.6 < top_up(longest=10.0) < 6.01  # 15 s, capped at the 3 s grace
+    # Stopped workers: 8.4 s less 6 s to start a new pool clears the floor (2% of 60 s), less 7.5 s does not.
+    assert 8.0 < top_up(stopped=1) < 8.41
+    assert top_up(stopped=1, start_seconds=7.5) is None
+    assert top_up(stopped=0, start_seconds=7.5) is not None
 
 
 def test_a_search_stopped_by_its_trial_count_is_not_topped_up(credit_g, monkeypatch):

@@ -93,14 +93,58 @@ def test_sklearn_encoders_accept_cleaned_categoricals(credit):
 
 def test_titanic_int_labels_and_multiclass_task():
     frame = pd.read_csv(DATA / "titanic.csv")
-    X, y = frame.drop(columns="Survived"), frame["Survived"]
+    X, y = frame.drop(columns=["Survived", "Name"]), frame["Survived"]  # Name: see the next test
     X_clean, y_encoded, classes, profile = fit_quietly(X, y)
     assert classes.tolist() == [0, 1]
-    assert profile.kinds["Name"] == "categorical" and profile.kinds["Fare"] == "numeric"
+    assert profile.kinds["Ticket"] == "categorical" and profile.kinds["Fare"] == "numeric"
     assert profile.missing_rate["Cabin"] == pytest.approx(687 / 891)
     _, _, classes3, profile3 = fit_quietly(X, X["Pclass"])
     assert classes3.tolist() == [1, 2, 3]
     assert profile3.task == "multiclass" and profile3.n_classes == 3
+
+
+def test_a_categorical_identifier_is_given_to_no_model_but_kept_for_the_leak_check():
+    # Titanic's Name is distinct on every row; Ticket (681 values on 891 rows) and Cabin describe rows.
+    frame = pd.read_csv(DATA / "titanic.csv")
+    X, y = frame.drop(columns="Survived"), frame["Survived"]
+    with pytest.warns(DataRepairWarning, match=r"'Name' \(891 values, 100% of rows\)"):
+        X_clean, _, _, profile = check_training_data(X, y, n_folds=2)
+    assert profile.identifier_columns == ("Name",) and not profile.dropped_columns
+    assert "Name" in X_clean.columns and "Name" in profile.feature_names
+    assert "Name" not in profile.categorical_columns and "Name" not in profile.categories
+    assert "Ticket" in profile.categorical_columns
+    # Not needed at predict time: no model reads it.
+    new = predict_quietly(X.drop(columns="Name").head(3), profile)
+    assert list(new.columns) == list(profile.feature_names) and new["Name"].isna().all()
+
+
+@pytest.mark.parametrize("n_rows, repeats, identifier", [
+    (60, 0, True),  # 60 values on 60 rows
+    (60, 3, True),  # 57 values on 60 rows: 95%
+    (60, 4, False),  # 56 values on 60 rows: 93%
+    (40, 0, False),  # distinct, but only 40 values: too few to call it an identifier
+])
+def test_identifier_thresholds(n_rows, repeats, identifier):
+    codes = [f"c{i}" for i in range(n_rows - repeats)] + ["c0"] * repeats
+    X = pd.DataFrame({"code": codes, "x": np.arange(n_rows, dtype=float) % 7})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        profile = check_training_data(X, [0, 1] * (n_rows // 2), n_folds=2)[3]
+    assert (profile.identifier_columns == ("code",)) is identifier
+    assert ("code" in profile.categorical_columns) is not identifier
+    assert any("name the row" in str(w.message) for w in seen) is identifier
+
+
+def test_numeric_identifiers_and_a_lone_identifier_are_features():
+    # Numbers that count rows are the leak check's to judge; a lone identifier is all there is to fit.
+    rows = np.arange(60)
+    numeric = pd.DataFrame({"row": rows.astype(float), "x": rows % 7.0})
+    assert fit_quietly(numeric, [0, 1] * 30)[3].identifier_columns == ()
+    lone = pd.DataFrame({"name": [f"n{i}" for i in rows], "same": 1.0})
+    with pytest.warns(DataRepairWarning, match="'same' \\(constant\\)") as seen:
+        profile = check_training_data(lone, [0, 1] * 30, n_folds=2)[3]
+    assert profile.categorical_columns == ("name",) and profile.identifier_columns == ()
+    assert not any("name the row" in str(w.message) for w in seen)
 
 
 def test_fingerprint_is_stable_and_content_sensitive(mixed):

@@ -268,7 +268,7 @@ def budget_section(frame, budget, regression=False):
     return "\n\n".join(parts)
 
 
-SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-single", "hgb", "lgbm", "flaml",
+SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-pruning", "ours-rung2", "ours-single", "hgb", "lgbm", "flaml",
                 "autogluon", "autogluon-best"]
 
 

@@ -44,7 +44,7 @@ def _ours(**overrides):
 
 def _ours_first_rung(folds):
     """Ours with Hyperband's first rung at ``folds`` folds instead of one: a candidate default."""
-    fit = _ours()
+    fit = _ours(pruning=True)
 
     def first_rung_fit(*args):
         from automl import search
@@ -165,6 +165,8 @@ SYSTEMS = {
     "ours": ("main", _ours()),
     "ours-random": ("main", _ours(sampler="random")),
     "ours-nopruning": ("main", _ours(pruning=False)),
+    # pruning="auto" (the default) does not prune under 120 s: this prunes at every budget.
+    "ours-pruning": ("main", _ours(pruning=True)),
     "ours-rung2": ("main", _ours_first_rung(2)),
     "ours-single": ("main", _ours(ensemble_size=1)),
     "hgb": ("main", hgb),
