@@ -67,7 +67,7 @@ MIN_TOP_UP_SHARE = 0.02
 TOP_UP_SAFETY = 2.0
 TOP_UP_BUSY = 1.5
 # pruning="auto" prunes under no time budget or one of at least this many seconds. Measured (docs/
-# benchmarks.md, issue 4): at 60 s no pruning ranked as well or better (tuning split 1.95 against 2.00,
+# benchmarks.md, issue 4): at 60 s no pruning ranked as well or better (tuning split 1.85 against 2.00,
 # held-out 2.96 against 3.17), at 300 s pruning ranked better (held-out 2.45 against 3.18). Budgets in
 # between were not measured: 120 s is near their geometric mean.
 PRUNING_MIN_BUDGET = 120.0
