@@ -318,6 +318,19 @@ def test_a_top_up_keeps_time_for_a_busy_trial_and_for_restarting_stopped_workers
     assert top_up(stopped=0, start_seconds=7.5) is not None
 
 
+@pytest.mark.parametrize("budget, pruning, prunes", [
+    (60, "auto", False), (119, "auto", False), (120, "auto", True), (300, "auto", True), (None, "auto", True),
+    (60, True, True), (300, False, False),
+])
+def test_auto_pruning_prunes_from_a_120_s_budget_or_without_one(budget, pruning, prunes):
+    assert AutoClassifier(time_budget=budget, pruning=pruning)._pruning() is prunes
+
+
+def test_pruning_takes_a_bool_or_auto():
+    with pytest.raises(ValueError, match="pruning"):
+        AutoClassifier(**dict(TINY, pruning="sometimes")).fit([[0.0], [1.0]] * 10, [0, 1] * 10)
+
+
 def test_a_search_stopped_by_its_trial_count_is_not_topped_up(credit_g, monkeypatch):
     from automl import estimator as estimator_module
 

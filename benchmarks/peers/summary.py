@@ -268,8 +268,8 @@ def budget_section(frame, budget, regression=False):
     return "\n\n".join(parts)
 
 
-SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-pruning", "ours-rung2", "ours-single", "hgb", "lgbm", "flaml",
-                "autogluon", "autogluon-best"]
+SYSTEM_ORDER = ["ours", "ours-random", "ours-nopruning", "ours-pruning", "ours-rung2", "ours-single", "hgb",
+                "lgbm", "flaml", "autogluon", "autogluon-best"]
 
 
 def _shown(csv_path):
