@@ -136,10 +136,11 @@ def run_one(system, dataset, seed, budget, log_dir):
     out = workdir / "result.json"
     command = [str(python_of(system)), "-m", "peers.worker", "--system", system, "--dataset", dataset,
                "--seed", str(seed), "--budget", str(budget), "--out", str(out), "--workdir", str(workdir)]
-    # PYTHONPATH: the worker imports benchmarks/peers, and automl from the checkout this file is in (not
-    # whatever the venv's editable install points at), so a worktree of a commit benchmarks that commit
-    # while the main tree is being edited. MLflow, if anything logs, writes to the temp dir.
-    path = os.pathsep.join([str(BENCH), str(BENCH.parent)])
+    # PYTHONPATH: the worker imports benchmarks/peers; ours* also import automl from the checkout this
+    # file is in (not whatever the venv's editable install points at), so a worktree of a commit
+    # benchmarks that commit while the main tree is being edited. The peer venvs get no checkout on
+    # their path. MLflow, if anything logs, writes to the temp dir.
+    path = os.pathsep.join([str(BENCH)] + ([str(BENCH.parent)] if SYSTEMS[system][0] == "main" else []))
     env = {**os.environ, "PYTHONPATH": path, "MLFLOW_TRACKING_URI": f"sqlite:///{workdir}/mlflow.db"}
     log_path = log_dir / f"{system}__{dataset}__{seed}.log"
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
