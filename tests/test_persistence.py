@@ -3,9 +3,11 @@
 import json
 import shutil
 import warnings
+from pathlib import Path
 
 import joblib
 import numpy as np
+import pandas as pd
 import pytest
 
 import automl
@@ -134,3 +136,23 @@ def test_save_before_fit_is_refused(tmp_path):
 
 def test_release_series():
     assert [release_series(v) for v in ("1.9.1", "0.1.0", "2", "0.24.2")] == ["1", "0.1", "2", "0.24"]
+
+
+@pytest.mark.parametrize("name", ["classifier", "regressor"])
+def test_a_model_saved_by_the_flat_package_loads(name):
+    # Saved at e588ad5, before the modules moved into subpackages: its pickle names the old modules
+    # (automl.estimator, automl.components, ...). tests/fixtures/saved-flat-0.1/make.py made it.
+    from sklearn.datasets import load_diabetes
+
+    folder = Path(__file__).parent / "fixtures" / "saved-flat-0.1"
+    if name == "classifier":
+        X = load_dataset("credit-g")[0].iloc[300:320]
+    else:
+        X = load_diabetes(return_X_y=True, as_frame=True)[0].iloc[300:320]
+    expected = pd.read_csv(folder / f"{name}_expected.csv").to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a newer scikit-learn than the one that saved it warns
+        model = load(folder / name)
+    predicted = model.predict_proba(X) if name == "classifier" else model.predict(X)[:, None]
+    np.testing.assert_allclose(predicted, expected, rtol=1e-9)
+    assert type(model).__name__ == ("AutoClassifier" if name == "classifier" else "AutoRegressor")
