@@ -4,8 +4,14 @@
 encoder -> model family -> hyperparameters with Optuna (TPE + Hyperband), logs every trial to MLflow,
 and returns a scikit-learn estimator that soft-votes the pipelines chosen by Caruana ensemble selection.
 
-Importing the package is light: the estimator module (and scikit-learn, Optuna) load on first use,
-and MLflow only when tracking starts.
+The subpackages follow the data through ``fit``: :mod:`automl.data` (X and y checked),
+:mod:`automl.space` (what is searched), :mod:`automl.search` (the trials), :mod:`automl.ensemble`
+(what is kept), :mod:`automl.checks` (leaks), assembled by :mod:`automl.estimators`; around the
+fitted model, :mod:`automl.tracking` (MLflow, save and load), :mod:`automl.report` and
+:mod:`automl.retraining`. ``docs/design.md`` draws the map.
+
+Importing the package is light: the estimators (and scikit-learn, Optuna) load on first use, and
+MLflow only when tracking starts.
 """
 
 import importlib
@@ -13,14 +19,13 @@ import importlib
 __version__ = "0.1.0"
 __all__ = ["AutoClassifier", "AutoRegressor", "load", "nested_cv", "__version__"]
 
-_LAZY = {"AutoClassifier": "estimator", "AutoRegressor": "regressor", "load": "persistence", "nested_cv": "nested_cv"}
+_LAZY = {"AutoClassifier": "estimators", "AutoRegressor": "estimators", "load": "tracking",
+         "nested_cv": "estimators"}
 
 
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module 'automl' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    # Importing automl.nested_cv binds the package attribute to the submodule: rebind it to the
-    # function, or the second `automl.nested_cv` would be the module.
-    globals()[name] = value
+    globals()[name] = value  # looked up once
     return value

@@ -85,8 +85,7 @@ def _refuse_numbers_with_typos(y, name):
 
 
 def _estimator(args, y, **extra):
-    from .estimator import AutoClassifier
-    from .regressor import AutoRegressor
+    from .estimators import AutoClassifier, AutoRegressor
 
     task = infer_task(y, args.target) if args.task == "auto" else args.task
     kind = AutoRegressor if task == "regression" else AutoClassifier
@@ -122,7 +121,7 @@ def add_fit_parser(subparsers):
 
 
 def run_fit(args):
-    from .persistence import refuse_non_empty
+    from .tracking import refuse_non_empty
 
     out = Path(args.out)
     refuse_non_empty(out, args.overwrite)  # before the search, not after it
@@ -151,7 +150,7 @@ def add_predict_parser(subparsers):
 def run_predict(args):
     import pandas as pd
 
-    from .persistence import load
+    from .tracking import load
 
     model = load(args.model)
     if args.proba and not hasattr(model, "predict_proba"):
@@ -183,7 +182,7 @@ def run_evaluate(args):
 
     import numpy as np
 
-    from .nested_cv import nested_cv
+    from .estimators import nested_cv
 
     if args.json:  # made now, so that a bad path fails before the compute, not after it
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -232,9 +231,8 @@ def add_worker_parser(subparsers):
 def run_worker(args):
     import signal
 
-    from .search import open_storage
-    from .worker import SharedSearch
-    from .worker import run_worker as join_search
+    from .search import SharedSearch, open_storage
+    from .search import run_worker as join_search
 
     # systemd, docker and kill stop with SIGTERM: stop our processes and mark our trials as Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

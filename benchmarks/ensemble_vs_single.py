@@ -13,13 +13,12 @@ wins / ties / losses of the ensemble with a tie under 0.002.
 import argparse
 import warnings
 
+from heldout import load, run_grid, score
 from sklearn.model_selection import train_test_split
 
 from automl import AutoClassifier
-from automl.search_space import rebuild
-from automl.target import widen_proba
-from automl.validation import check_prediction_data, check_training_data
-from heldout import load, run_grid, score
+from automl.data import check_prediction_data, check_training_data, widen_proba
+from automl.space import rebuild
 
 TIE = 0.002
 

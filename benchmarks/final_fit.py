@@ -11,12 +11,12 @@ held-out ROC AUC (binary) or log loss of each, and the seconds each final fit to
 import argparse
 import time
 
+from heldout import load, run_grid, score
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from automl import AutoClassifier
-from automl.validation import check_prediction_data, check_training_data
-from heldout import load, run_grid, score
+from automl.data import check_prediction_data, check_training_data
 
 
 def run(name, seed, budget, n_jobs):

@@ -3,9 +3,9 @@
     python benchmarks/leak_check.py [--datasets kc1 adult ...] [--csv results/leak_check.csv]
     python benchmarks/leak_check.py --planted      # kc1 with a leak, a row id, 10% copies planted
 
-For each dataset: the data checks (:func:`automl.leakage.check_data_leakage`: target leakage,
+For each dataset: the data checks (:func:`automl.checks.leakage.check_data_leakage`: target leakage,
 identifiers, duplicates) on 5 shared stratified folds, then the model check
-(:func:`automl.dominance.check_model_dominance`) on the portfolio's first HistGradientBoosting
+(:func:`automl.checks.dominance.check_model_dominance`) on the portfolio's first HistGradientBoosting
 configuration over 3 of those folds, no deadline. One line per finding, with its evidence.
 Datasets with a class rarer than 5 rows are cut to the classes with at least 5 (said in the line).
 """
@@ -19,11 +19,9 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
-from automl.components import resolve_components
-from automl.dominance import check_model_dominance
-from automl.leakage import check_data_leakage
-from automl.search_space import portfolio, rebuild
-from automl.validation import check_training_data
+from automl.checks import check_data_leakage, check_model_dominance
+from automl.data import check_training_data
+from automl.space import portfolio, rebuild, resolve_components
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

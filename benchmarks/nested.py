@@ -31,7 +31,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from automl import AutoClassifier
-from automl.nested_cv import nested_cv
+from automl.estimators import nested_cv
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 COLUMNS = ["fold", "ensemble", "best_single", "inner_best", "optimism_gap", "dummy", "logreg", "hgb",

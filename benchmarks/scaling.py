@@ -3,7 +3,7 @@
 Two modes, each a grid of storages x worker counts:
 
 - ``real``: the search on credit-g (the families and 5 folds given), published as a fit publishes it,
-  run by ``automl.worker.run_worker`` in each of W fresh processes until the study holds ``--trials``
+  run by ``automl.search.worker.run_worker`` in each of W fresh processes until the study holds ``--trials``
   started trials. This is the trial rate a user sees.
 - ``null``: the same storage traffic per trial (the real space sampled by TPE, a user attribute and a
   report per fold, pruning asked) without fitting anything: the ceiling the storage and the sampler put
@@ -106,7 +106,7 @@ def _load():
 def _real_worker(url, study_name):
     from threadpoolctl import threadpool_limits
 
-    from automl.worker import run_worker
+    from automl.search import run_worker
 
     _install_clock()
     X, y = _load()
@@ -124,7 +124,7 @@ class NullObjective:
         self.setup, self.search_key = setup, search_key
 
     def __call__(self, trial):
-        from automl.search_space import suggest_pipeline
+        from automl.space import suggest_pipeline
 
         trial.set_user_attr("search_key", self.search_key)
         suggest_pipeline(trial, self.setup.profile, self.setup.specs, self.setup.seed)
@@ -141,15 +141,14 @@ class NullObjective:
 
 
 def _null_worker(url, study_name):
-    from automl.search import open_storage, run_search
-    from automl.worker import SharedSearch, _setup
+    from automl.search import SharedSearch, open_storage, run_search
 
     _install_clock()
     X, y = _load()
     started = time.time()
     storage = open_storage(url, None)
     shared = SharedSearch.wait_for(storage, study_name, 60)
-    setup = _setup(shared, X, y)
+    setup = shared.setup(X, y)
     sampler = shared.sampler()
     sampler.reseed_rng()
     run_search(NullObjective(setup, shared.search_key), storage=storage, study_name=study_name, sampler=sampler,
@@ -166,20 +165,17 @@ def _storage_url(kind, folder):
 
 
 def _publish(url, study_name, include, n_trials, oof_dir):
-    from automl import AutoClassifier
-    from automl.search import open_storage, prepare_study
-    from automl.search_space import portfolio
-    from automl.tracking import NullTracker
-    from automl.worker import SharedSearch
+    from automl.search import SharedSearch, open_storage, prepare_search, prepare_study
+    from automl.space import portfolio
 
     X, y = _load()
-    estimator = AutoClassifier(time_budget=None, n_trials=n_trials, include=include, cv=5, random_state=0,
-                               tracking=False, verbose=0)
-    setup = estimator._prepare(X, y)
+    setup = prepare_search(X, y, cv=5, random_state=0, include=include)
     storage = open_storage(url, None)
     prepare_study(storage, study_name, setup.metric.direction, portfolio(setup.specs))
-    SharedSearch.of(estimator, setup, storage, oof_dir, None, n_trials, NullTracker(), "class").publish(
-        storage, study_name)
+    # As AutoClassifier(n_trials=n_trials, time_budget=None) publishes it: TPE, pruning on.
+    SharedSearch.of(setup, task="classification", settings={"include": include, "sampler": "tpe", "pruning": True},
+                    n_startup_trials=min(max(n_trials // 2, 2), 10), storage=storage, oof_dir=oof_dir, deadline=None,
+                    max_trials=n_trials, target_name="class").publish(storage, study_name)
     return storage
 
 

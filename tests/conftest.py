@@ -16,8 +16,7 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
-from automl.validation import check_training_data
-
+from automl.data import check_training_data
 
 
 def _find_shared_data():

@@ -121,7 +121,7 @@ def test_a_numeric_target_with_a_typo_is_refused_by_task_auto(regression_csv, ca
 
 
 def test_fit_says_when_no_trial_finished(csv_files, capsys, monkeypatch):
-    from automl.objective import CVObjective
+    from automl.search import CVObjective
 
     def broken(self, trial):
         raise RuntimeError("broken on purpose")

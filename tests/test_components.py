@@ -1,4 +1,4 @@
-"""Tests of automl.components: a conformance suite run on every spec of the registry, and the registry rules.
+"""Tests of automl.space.components: a conformance suite run on every spec of the registry, and the registry rules.
 
 The conformance test samples each family's knobs with a real Optuna trial on credit-approval (690 rows,
 missing values in numeric and categorical columns, nine categorical columns), builds the pipeline with
@@ -17,14 +17,9 @@ from optuna.samplers import RandomSampler
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.naive_bayes import GaussianNB
 
-from automl.components import DEFAULT_COMPONENTS, ComponentSpec, resolve_components
-from automl.objective import CVObjective
-from automl.scoring import get_metric
-from automl.search_space import suggest_pipeline
-from automl.validation import check_training_data
-
-
-
+from automl.data import check_training_data
+from automl.search import CVObjective, get_metric
+from automl.space import DEFAULT_COMPONENTS, ComponentSpec, resolve_components, suggest_pipeline
 
 REGISTRY = resolve_components()
 # Knobs that may be sampled on a linear scale: bounded fractions and small counts.
@@ -275,7 +270,7 @@ def test_coupled_svc_beats_one_vs_rest_calibration_on_multiclass(shared_data):
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
-    from automl.components import CoupledSVC
+    from automl.space.components import CoupledSVC
 
     frame = pd.read_csv(shared_data / "vehicle.csv")
     X, y = frame.drop(columns="Class"), frame["Class"]

@@ -1,4 +1,4 @@
-"""Tests of the model-level leak check (automl.dominance) on credit-approval, with a planted leak."""
+"""Tests of the model-level leak check (automl.checks.dominance) on credit-approval, with a planted leak."""
 
 import time
 import warnings
@@ -9,14 +9,11 @@ import pandas as pd
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-from automl.components import resolve_components
-from automl.dominance import (
-    MIN_PERMUTATION_ROWS, N_REPEATS, PERMUTATION_OVERHEAD, check_in_time, check_model_dominance,
-)
+from automl.checks import LeakageReport, LeakFinding, check_in_time, check_model_dominance
+from automl.checks.dominance import MIN_PERMUTATION_ROWS, N_REPEATS, PERMUTATION_OVERHEAD
+from automl.data import check_training_data
 from automl.exceptions import LeakageWarning
-from automl.leakage import LeakageReport, LeakFinding
-from automl.search_space import portfolio, rebuild
-from automl.validation import check_training_data
+from automl.space import portfolio, rebuild, resolve_components
 
 
 def validated(X, y, n_folds=3):
@@ -71,9 +68,9 @@ def test_a_passed_deadline_skips_the_check_and_says_so(leaky):
 
 
 def test_rows_shuffled_shrink_to_the_time_left(monkeypatch):
-    from automl.dominance import _rows_in_time
+    from automl.checks.dominance import _rows_in_time
 
-    monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: 0.0))
+    monkeypatch.setattr("automl.checks.dominance.time", SimpleNamespace(time=lambda: 0.0))
     # Predicting 20 rows takes 0.012 s and 100 rows 0.02 s: 1e-4 s a row on top of 0.01 s a call.
     probe, whole = (20, 0.012), (100, 0.02)
     assert _rows_in_time(probe, whole, 10, deadline=None) == 2000
@@ -107,7 +104,7 @@ def test_reports_add_up_high_first_with_their_notes():
 
 
 def test_a_fold_is_not_started_when_the_last_ones_pace_would_pass_the_deadline(leaky, monkeypatch):
-    from automl import dominance
+    from automl.checks import dominance
 
     X, y, profile, folds = leaky
     clock, real_clone = [100.0], dominance.clone
@@ -123,8 +120,8 @@ def test_a_fold_is_not_started_when_the_last_ones_pace_would_pass_the_deadline(l
         copy.fit = slow_fit
         return copy
 
-    monkeypatch.setattr("automl.dominance.time", SimpleNamespace(time=lambda: clock[0]))
-    monkeypatch.setattr("automl.dominance.clone", slow_clone)
+    monkeypatch.setattr("automl.checks.dominance.time", SimpleNamespace(time=lambda: clock[0]))
+    monkeypatch.setattr("automl.checks.dominance.clone", slow_clone)
     report = check_model_dominance(hgb_pipeline(profile), X, y, folds, metric="roc_auc", random_state=0,
                                    deadline=150.0)
     # The first fold ended at 140 s; a second 40 s fold would end at 180 s, past 150: never begun.

@@ -17,9 +17,8 @@ from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_info
 
 from automl import ensemble as ensemble_module
-from automl.ensemble import WeightedEnsembleClassifier
-from automl.scoring import get_metric
-from automl.search import SearchResult
+from automl.ensemble import WeightedEnsembleClassifier, voting
+from automl.search import SearchResult, get_metric
 
 
 def logistic():
@@ -212,7 +211,7 @@ def test_string_labels_are_rejected(iris):
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(ensemble_module)
+    result = doctest.testmod(voting)
     assert result.attempted > 0
     assert result.failed == 0
 

@@ -1,12 +1,12 @@
-"""Tests of automl.ensemble_selection: known answers on synthetic OOF predictions."""
+"""Tests of automl.ensemble.selection: known answers on synthetic OOF predictions."""
 
 import doctest
 
 import numpy as np
 import pytest
 
-from automl import ensemble_selection
-from automl.ensemble_selection import EnsembleSelection, weighted_average
+from automl.ensemble import EnsembleSelection, weighted_average
+from automl.ensemble import selection as ensemble_selection
 
 N_ROWS = 100
 
@@ -252,7 +252,7 @@ def test_docstring_examples_run():
 
 def test_constant_candidate_is_never_picked_under_a_ranking_metric():
     """A constant OOF prediction ties every mix under ROC AUC; it must not ride along for free."""
-    from automl.scoring import get_metric
+    from automl.search import get_metric
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 200)

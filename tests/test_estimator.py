@@ -14,10 +14,10 @@ from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from automl import AutoClassifier
-from automl.components import ComponentSpec
 from automl.datasets import load_dataset
 from automl.exceptions import DataRepairWarning, DataValidationError, LeakageWarning
 from automl.search import open_storage
+from automl.space import ComponentSpec
 
 TINY = dict(time_budget=None, n_trials=3, include=["logreg"], cv=2, tracking=False, verbose=0,
             random_state=0)
@@ -274,7 +274,7 @@ def test_the_final_stages_spare_time_goes_back_to_the_search(credit_g, monkeypat
     Random search shows the top-up draws from its own stream: replaying the first search's seed would
     propose its trials again.
     """
-    from automl import estimator as estimator_module
+    from automl.estimators import base as estimator_module
 
     monkeypatch.setattr(estimator_module, "FINAL_STAGE_SHARE", 0.5)
     X, y, _, _ = credit_g
@@ -294,7 +294,7 @@ def test_the_final_stages_spare_time_goes_back_to_the_search(credit_g, monkeypat
 
 def test_a_top_up_keeps_time_for_a_busy_trial_and_for_restarting_stopped_workers(monkeypatch):
     """The top-up ends early enough for a trial as long as the longest so far, and pays for a new pool."""
-    from automl import estimator as estimator_module
+    from automl.estimators import base as estimator_module
 
     monkeypatch.setattr(estimator_module, "final_fit_seconds", lambda *args, **kwargs: 0.5)
     setup = SimpleNamespace(y=None, folds=None, metric=None, seed=0)
@@ -332,7 +332,7 @@ def test_pruning_takes_a_bool_or_auto():
 
 
 def test_a_search_stopped_by_its_trial_count_is_not_topped_up(credit_g, monkeypatch):
-    from automl import estimator as estimator_module
+    from automl.estimators import base as estimator_module
 
     monkeypatch.setattr(estimator_module, "FINAL_STAGE_SHARE", 0.5)
     X, y, _, _ = credit_g

@@ -1,4 +1,4 @@
-"""Tests of automl.leakage on kc1 and credit-approval with leaks, ids and copies planted in them."""
+"""Tests of automl.checks.leakage on kc1 and credit-approval with leaks, ids and copies planted in them."""
 
 import dataclasses
 import warnings
@@ -8,9 +8,8 @@ import pandas as pd
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-from automl import leakage
-from automl.leakage import LeakageReport, LeakFinding, check_data_leakage
-from automl.validation import check_training_data
+from automl.checks import LeakageReport, LeakFinding, check_data_leakage, leakage
+from automl.data import check_training_data
 
 FRAME_COLUMNS = ["column", "kind", "severity", "evidence", "message"]
 
@@ -147,7 +146,7 @@ def test_an_identifier_does_not_mask_a_leak(kc1_with_bug_count):
 
 
 def test_shuffled_string_ids_feed_no_model_and_alone_are_a_medium_identifier(credit):
-    # Validation keeps a categorical identifier from every model (automl.validation), so fit's check
+    # Validation keeps a categorical identifier from every model (automl.data.validation), so fit's check
     # is quiet about it; offered to the models, it is a medium identifier: it does not follow the outcome.
     X, y, _, _ = credit
     ids = np.random.default_rng(0).permutation([f"C{i:05d}" for i in range(len(y))])

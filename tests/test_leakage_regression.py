@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from sklearn.model_selection import KFold
 
-from automl.leakage_regression import NEAR_EXACT_R2, STRONG_R2, check_regression_leakage
-from automl.validation import check_training_data
+from automl.checks import check_regression_leakage
+from automl.checks.leakage_regression import NEAR_EXACT_R2, STRONG_R2
+from automl.data import check_training_data
 
 SHARED_DATA = Path(os.environ["AUTOML_SHARED_DATA"])  # set by conftest.py
 REGRESSION = [row for row in csv.DictReader(open(SHARED_DATA / "MANIFEST.csv")) if row["task"] == "regression"]

@@ -1,4 +1,4 @@
-"""Tests of automl.objective: CV scoring on shared folds, the pruning contract, OOF files, errors, deadline."""
+"""Tests of automl.search.objective: CV scoring on shared folds, the pruning contract, OOF files, errors, deadline."""
 
 import time
 
@@ -13,12 +13,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from automl.components import ComponentSpec, resolve_components
-from automl.objective import CVObjective, aligned_proba, oof_path
-from automl.scoring import get_metric
-from automl.search import prepare_study
-from automl.search_space import rebuild
-from automl.validation import check_training_data
+from automl.data import check_training_data
+from automl.search import CVObjective, aligned_proba, get_metric, oof_path, prepare_study
+from automl.space import ComponentSpec, rebuild, resolve_components
 
 N_FOLDS = 3
 

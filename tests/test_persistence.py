@@ -14,7 +14,7 @@ import automl
 from automl import AutoClassifier
 from automl.datasets import load_dataset
 from automl.exceptions import DataRepairWarning, DataValidationError
-from automl.persistence import InconsistentVersionWarning, load, read_manifest, release_series
+from automl.tracking import InconsistentVersionWarning, load, read_manifest, release_series
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from automl import AutoRegressor, load, nested_cv
 from automl.ensemble import WeightedEnsembleRegressor
 from automl.exceptions import DataValidationError, LeakageWarning
-from automl.scoring import get_metric
-from automl.search_space import rebuild
+from automl.search import get_metric
+from automl.space import rebuild
 
 TINY = dict(time_budget=None, n_trials=3, include=["ridge"], cv=2, tracking=False, verbose=0, random_state=0)
 

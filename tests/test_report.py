@@ -13,9 +13,9 @@ from sklearn.exceptions import NotFittedError
 
 from automl import AutoClassifier
 from automl.cli import main
-from automl.components import ComponentSpec
-from automl.nested_cv import QUANTITIES, NestedCVReport
+from automl.estimators import QUANTITIES, NestedCVReport
 from automl.report import TOP_N, render_html, report_data, write_report
+from automl.space import ComponentSpec
 from automl.tracking import read_run_json
 
 

@@ -22,9 +22,8 @@ from sklearn.metrics import roc_auc_score
 from automl.cli import main
 from automl.datasets import load_dataset
 from automl.exceptions import ConfigError
-from automl.mlflow_model import _global_tracking_uri
-from automl.retraining import EXIT_CODES, JobBusyError, job_lock, read_config, run_job
-from automl.snapshot import load_snapshot, split_holdout
+from automl.retraining import EXIT_CODES, JobBusyError, job_lock, load_snapshot, read_config, run_job, split_holdout
+from automl.tracking import global_tracking_uri
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SEARCH = {"n_trials": 5, "include": ["logreg", "hgb"], "random_state": 0}
@@ -111,7 +110,7 @@ def test_second_snapshot_registers_version_2_and_follows_the_margin(first_job, c
     # Both scores are on the same 250 newest rows; recompute them from the registered versions.
     holdout = credit_g.iloc[750:1000]
     for version, key in (("2", "challenger_score"), ("1", "champion_score")):
-        with _global_tracking_uri(mlflow_server):
+        with global_tracking_uri(mlflow_server):
             model = mlflow.sklearn.load_model(f"models:/credit/{version}")
         positive = list(model.classes_).index("good")
         auc = roc_auc_score(holdout["class"] == "good", model.predict_proba(holdout.drop(columns="class"))[:, positive])

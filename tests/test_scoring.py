@@ -1,10 +1,10 @@
-"""Tests of automl.scoring: each metric against sklearn.metrics, directions, signs, lookup errors."""
+"""Tests of automl.search.scoring: each metric against sklearn.metrics, directions, signs, lookup errors."""
 
 import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from automl.scoring import CLASSIFICATION_METRICS, get_metric
+from automl.search import CLASSIFICATION_METRICS, get_metric
 
 # Binary: the rows are P(class 0), P(class 1); argmax predicts [0, 0, 1, 1, 1, 0].
 Y_BINARY = np.array([0, 0, 1, 1, 0, 1])
@@ -23,7 +23,7 @@ P_MULTI = np.array([
 
 
 def sklearn_reference(name, y, proba):
-    """What sklearn.metrics says, computed independently of automl.scoring."""
+    """What sklearn.metrics says, computed independently of automl.search.scoring."""
     pred = proba.argmax(axis=1)
     binary = proba.shape[1] == 2
     if name == "roc_auc":

@@ -12,14 +12,11 @@ from optuna.storages.journal import JournalStorage
 from optuna.trial import TrialState, create_trial
 
 from automl import AutoClassifier
-from automl.components import resolve_components
-from automl.objective import CVObjective
-from automl.scoring import get_metric
 from automl.search import (
-    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, ProgressLine, heartbeat_of, leaderboard, make_pruner, make_sampler,
-    open_storage, prepare_study, run_search,
+    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, CVObjective, ProgressLine, get_metric, heartbeat_of, leaderboard, make_pruner,
+    make_sampler, open_storage, prepare_study, run_search,
 )
-from automl.search_space import portfolio
+from automl.space import portfolio, resolve_components
 
 N_FOLDS = 3
 STARTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)

@@ -1,4 +1,4 @@
-"""Tests of automl.search_space: the define-by-run tree, replay with rebuild, native categoricals, portfolio."""
+"""Tests of automl.space.pipeline: the define-by-run tree, replay with rebuild, native categoricals, portfolio."""
 
 import numpy as np
 import optuna
@@ -9,12 +9,8 @@ from optuna.trial import FixedTrial
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
-from automl.components import resolve_components
-from automl.search_space import MAX_NATIVE_CARDINALITY, SCALERS, portfolio, rebuild, suggest_pipeline
-from automl.validation import check_training_data
-
-
-
+from automl.data import check_training_data
+from automl.space import MAX_NATIVE_CARDINALITY, SCALERS, portfolio, rebuild, resolve_components, suggest_pipeline
 
 SPECS = resolve_components()
 SCALED = {s.key for s in SPECS if s.needs_scaling}

@@ -9,23 +9,21 @@ import sys
 import time
 from pathlib import Path
 
+import mlflow  # noqa: E402
 import numpy as np
 import optuna
 import pandas as pd
 import pytest
+from mlflow.tracking import MlflowClient  # noqa: E402
 from sklearn.compose import make_column_transformer
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-from automl.mlflow_model import _code_paths
-from automl.tracking import (
-    MLflowTracker, NullTracker, TrialLogger, _batches, make_tracker, read_run_json,
-)
-
-import mlflow  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
+from automl.tracking import MLflowTracker, NullTracker, TrialLogger, make_tracker, read_run_json
+from automl.tracking.persistence import _code_paths
+from automl.tracking.runs import _batches
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 N_FOLDS = 3
@@ -65,7 +63,7 @@ print(json.dumps({"n_failures": logger.n_failures, "seconds": logger.seconds}))
 
 
 def _objective(trial):
-    """Follow the trial contract of automl.objective on made-up fold scores."""
+    """Follow the trial contract of automl.search.objective on made-up fold scores."""
     family = trial.suggest_categorical("model", ["hgb", "logreg"])
     trial.suggest_categorical("imputer.numeric", ["mean", "median", None])
     trial.suggest_float(f"model.{family}.learning_rate", 0.01, 0.3, log=True)
@@ -346,7 +344,7 @@ def test_unreachable_server_is_counted_and_warned_once_not_raised(caplog, free_p
     assert time.perf_counter() - start < 30  # not MLflow's minutes of retries
     assert tracker.n_failures == 1
     assert logger.n_failures == 2
-    warnings = [r for r in caplog.records if r.name == "automl.tracking" and r.levelno >= 30]
+    warnings = [r for r in caplog.records if r.name.startswith("automl.tracking") and r.levelno >= 30]
     assert len(warnings) == 2  # once per object, not once per failure
 
 

@@ -1,4 +1,4 @@
-"""Tests for automl.validation: kinds, conversions, target encoding, errors, repairs, predict-time checks."""
+"""Tests for automl.data.validation: kinds, conversions, target encoding, errors, repairs, predict-time checks."""
 
 import dataclasses
 import os
@@ -15,8 +15,8 @@ from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
+from automl.data import DatasetProfile, check_prediction_data, check_training_data
 from automl.exceptions import DataRepairWarning, DataValidationError
-from automl.validation import DatasetProfile, check_prediction_data, check_training_data
 
 DATA = Path(os.environ["AUTOML_SHARED_DATA"])  # set by conftest.py
 

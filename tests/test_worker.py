@@ -21,9 +21,7 @@ from optuna.trial import TrialState
 
 from automl import AutoClassifier
 from automl.exceptions import DataValidationError
-from automl.liveness import wait_for_running, worker_alive
-from automl.search import open_storage
-from automl.worker import SEARCH_ATTR, SharedSearch, run_worker
+from automl.search import SEARCH_ATTR, SharedSearch, open_storage, run_worker, wait_for_running, worker_alive
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # bare: open_storage picks psycopg 3
 # A short heartbeat so that a killed worker's trial is failed within seconds, not the default 30.
@@ -168,7 +166,7 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
     estimator = AutoClassifier(**FIT, n_trials=24, include=["rf"], storage=_rdb(**HEARTBEAT), study_name=study,
                                oof_dir=str(tmp_path / "oof"), tracking=False)
     # The fit runs its trials in this process (n_jobs=1, no clock): its progress-line slot runs our callback.
-    monkeypatch.setattr("automl.estimator.ProgressLine", lambda deadline: KillVictimMidTrial())
+    monkeypatch.setattr("automl.estimators.base.ProgressLine", lambda deadline: KillVictimMidTrial())
     started = time.time()
     model = estimator.set_params(verbose=1).fit(X, y)
     victim.wait(timeout=10)

@@ -1,0 +1,113 @@
+"""Docstring sections shared by AutoClassifier and AutoRegressor (numpydoc), kept in one place."""
+
+PARAMETERS_DOC = """
+    Parameters
+    ----------
+    time_budget : float or None, default=60
+        Wall-clock seconds for the whole ``fit`` (validation, search, ensemble, final fit). Shares
+        are kept back for the final fit (15%) and the model-level leak check (5%); what the final
+        fit is then estimated not to need goes back to the search (a top-up); workers still busy
+        past the search's deadline are stopped. None: ``n_trials`` bounds the search.
+    n_trials : int or None, default=None
+        Total trials (complete, pruned and failed). None: as many as ``time_budget`` allows.
+    metric : str or None, default=None
+        Classifier: ``"roc_auc"``, ``"log_loss"``, ``"accuracy"``, ``"balanced_accuracy"`` or ``"f1"``;
+        None: ROC AUC for two classes, log loss for more. Regressor: ``"rmse"`` (None), ``"mae"``,
+        ``"r2"``. The study's direction follows the metric.
+    cv : int or CV splitter, default=5
+        Folds shared by every trial: an int gives scikit-learn's StratifiedKFold (classifier) or
+        KFold (regressor), shuffled with ``random_state``.
+    n_jobs : int, default=1
+        Worker processes sharing the study. With ``n_jobs=1`` and ``time_budget=None`` the trials
+        run in this process and the fit is reproducible under ``random_state``.
+    random_state : int or None, default=None
+        Seed of the folds, the sampler, the models and ensemble selection.
+    include : list of str or None, default=None
+        Model family keys to search; None searches every installed family the data size allows.
+        Classifier: ``"hgb", "lgbm", "catboost", "rf", "et", "logreg", "xgb", "knn", "mlp", "svc"``. Regressor:
+        ``"hgb", "lgbm", "rf", "et", "ridge", "enet", "xgb", "knn", "mlp", "svr"``.
+    components : sequence of ComponentSpec, default=()
+        Families of your own, added to the registry (see :class:`automl.space.components.ComponentSpec`).
+    sampler : {"tpe", "random"}, default="tpe"
+        Random search is the baseline TPE must beat.
+    pruning : bool or "auto", default="auto"
+        Hyperband over folds; False runs every trial to the last fold. "auto" prunes when there is no
+        ``time_budget`` or it is at least 120 s: at 60 s, pruned trials leave no out-of-fold
+        predictions for the ensemble, and no pruning scored as well or better (docs/benchmarks.md).
+    ensemble_size : int, default=50
+        Picks of Caruana ensemble selection (with replacement); 1 keeps the best single trial.
+    final_fit : {"refit", "bag"}, default="refit"
+        ``"refit"`` fits each member on all rows; ``"bag"`` averages its per-fold models.
+    storage : str, optuna.storages.BaseStorage or None, default=None
+        Optuna storage of the study. None: a journal file in a temporary folder, deleted after
+        ``fit`` (``study_`` keeps an in-memory copy). An RDB URL or journal path persists it.
+    study_name : str or None, default=None
+        None uses ``"automl"``: Hyperband assigns brackets by hashing the study name, so a fixed
+        name keeps runs reproducible. An existing study of that name is continued (warm start).
+    oof_dir : str or None, default=None
+        Folder kept for the trials' OOF predictions (a subfolder per study). With a persistent
+        ``storage``, a fit continuing an interrupted one on the same data, folds and metric reuses its
+        complete trials instead of redoing them. None: a temporary folder, deleted after ``fit``.
+    tracking : bool, default=True
+        Log to MLflow (parent run per fit, nested run per trial, final model).
+    tracking_uri : str or None, default=None
+        MLflow tracking URI; None uses ``MLFLOW_TRACKING_URI`` or a local store (``mlflow.db`` in the
+        working directory; open it with ``mlflow ui --backend-store-uri sqlite:///mlflow.db``).
+    experiment_name : str, default="automl"
+    verbose : int, default=1
+        0 silent; 1 a progress line on stderr.
+    leak_check : {"warn", "raise", "off"}, default="warn"
+        Before the search, look for target leakage, identifier columns and duplicated rows
+        (:func:`automl.checks.leakage.check_data_leakage`). ``"warn"`` issues a ``LeakageWarning`` per
+        finding; ``"raise"`` raises a ``DataValidationError`` on a high-severity one. After the
+        final fit, the best pipeline's permutation importance is checked for a dominant column
+        (:mod:`automl.checks.dominance`), in the time left; that check only warns.
+"""
+ATTRIBUTES_DOC = """
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Set when X is a DataFrame with string column names.
+    profile_ : DatasetProfile
+        Column kinds, missing rates, categories, class counts or target statistics, data fingerprint.
+    leaderboard_ : DataFrame of shape (n_trials, 10)
+        ``trial, family, state, mean, std, folds, seconds, weight, params, note``; best first.
+    ensemble_ : WeightedEnsembleClassifier or WeightedEnsembleRegressor
+        The fitted ensemble (the classifier's on encoded labels).
+    ensemble_candidates_ : ndarray of int of shape (n_candidates,)
+        Trial numbers whose OOF predictions made up the hillclimb set of ensemble selection: the
+        complete trials of this search, from every worker that joined it.
+    best_params_ : dict
+        Parameters of the best complete trial.
+    best_score_ : float
+        Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
+    best_score_std_ : float
+        Standard deviation of its fold scores.
+    ensemble_score_, best_single_oof_score_ : float
+        Scores on all OOF predictions pooled (the hillclimb set) of the ensemble and of the best
+        single trial there; as optimistic as ``best_score_`` (a mean of fold scores). The first is not
+        below the second unless members were dropped to end in time (a warning says so). NaN for
+        the fallback.
+    metric_ : str
+        The search metric's name.
+    random_state_ : int
+        The seed the fit used (drawn at random when ``random_state`` is None), so that any trial can be
+        rebuilt: ``rebuild(params, profile_, components_, random_state_)``.
+    components_ : list of ComponentSpec
+        The model families the search offered.
+    n_trials_killed_ : int
+        Trials still running when their worker was stopped at the deadline (recorded as failed).
+    study_ : optuna.Study
+        Earlier fits' trials too, when continued; ``leaderboard_`` has only those of ``search_key_``.
+    search_key_ : str
+        Digest of the data, folds and metric, stored on each trial: trials sharing it are comparable.
+    mlflow_run_id_ : str or None
+        The parent MLflow run, None when ``tracking=False``.
+    leak_report_ : LeakageReport
+        Findings of the data and model checks (column, kind, severity, figures, message) and notes
+        on what was checked; empty when ``leak_check="off"``. In MLflow as ``leak_report.csv``.
+    mlflow_tracking_uri_ : str or None
+        Where it was logged.
+    timings_ : dict of str -> float
+        Wall seconds of each stage: ``search, top_up, ensemble, model_check, tracking, total``.
+        ``top_up`` is the part of ``search`` after the first search deadline (0.0 without a top-up).
+"""

@@ -1,0 +1,191 @@
+"""The retraining job's TOML configuration: read, check every key, fill the defaults.
+
+A complete file (only ``data.target``, a data source and ``mlflow.model_name`` are required)::
+
+    [data]
+    path = "snapshots/*.csv"     # CSV or Parquet files, a glob; or sql_url + sql_query
+    target = "defects"
+    time_column = "date"         # optional: orders the rows; the holdout is the newest
+
+    [search]
+    time_budget = 300            # seconds
+    metric = "roc_auc"           # default: ROC AUC for two classes, log loss for more
+    n_jobs = 2
+    random_state = 0             # fixed, so a restarted job reuses the killed one's trials
+    storage = "sqlite:///retrain/optuna.db"   # Optuna storage; default: work_dir/optuna.db
+    study_name = "defects"       # default: the model name
+    include = ["hgb", "lgbm"]    # model families; default: all installed
+
+    [mlflow]
+    tracking_uri = "http://127.0.0.1:5000"    # default: sqlite:///<work_dir>/mlflow.db
+    experiment_name = "automl-retrain"
+    model_name = "defects"       # the registered model
+
+    [promotion]
+    margin = 0.002               # the challenger must beat the champion by this much
+    holdout_size = 0.2           # share of the newest rows scored by both
+
+    [job]
+    work_dir = "retrain"         # lock, OOF predictions of the trials, defaults above
+    summary = "retrain/summary.json"
+
+Relative paths (``data.path``, ``job.work_dir``, ``job.summary``) are read from the config file's
+folder, so a scheduler may start the job from anywhere. URLs are used as written.
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+
+from ..exceptions import ConfigError
+
+# section -> key -> (accepted types, required)
+_NUMBER = (int, float)
+SCHEMA = {
+    "data": {"path": (str, False), "sql_url": (str, False), "sql_query": (str, False),
+             "target": (str, True), "time_column": (str, False)},
+    "search": {"time_budget": (_NUMBER, False), "n_trials": (int, False), "metric": (str, False),
+               "n_jobs": (int, False), "random_state": (int, False), "storage": (str, False),
+               "study_name": (str, False), "include": (list, False)},
+    "mlflow": {"tracking_uri": (str, False), "experiment_name": (str, False), "model_name": (str, True)},
+    "promotion": {"margin": (_NUMBER, False), "holdout_size": (_NUMBER, False)},
+    "job": {"work_dir": (str, False), "summary": (str, False)},
+}
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A checked retraining configuration, defaults filled in (see the module docstring)."""
+
+    target: str
+    model_name: str
+    work_dir: Path
+    summary: Path
+    storage: str
+    study_name: str
+    tracking_uri: str
+    path: Path | None = None
+    sql_url: str | None = None
+    sql_query: str | None = None
+    time_column: str | None = None
+    time_budget: float | None = 300.0
+    n_trials: int | None = None
+    metric: str | None = None
+    include: tuple | None = None
+    n_jobs: int = 1
+    random_state: int = 0
+    experiment_name: str = "automl-retrain"
+    margin: float = 0.0
+    holdout_size: float = 0.2
+
+
+def read_config(path):
+    """Read and check the TOML file ``path``.
+
+    Returns
+    -------
+    config : JobConfig
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing or not TOML, or a section or key is unknown, missing, of the wrong
+        type or out of range; the message names the file and the key.
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"No config file at {path}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}.") from None
+    values = _checked(raw, path)
+    return _build(values, path.resolve().parent, path)
+
+
+def _checked(raw, path):
+    """Flatten ``[section] key`` to ``key`` after checking names and types against SCHEMA."""
+    unknown = sorted(set(raw) - set(SCHEMA))
+    if unknown:
+        raise ConfigError(f"{path}: unknown section(s) {unknown}; the sections are {list(SCHEMA)}.")
+    values = {}
+    for section, keys in SCHEMA.items():
+        given = raw.get(section, {})
+        if not isinstance(given, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table of keys.")
+        extra = sorted(set(given) - set(keys))
+        if extra:
+            raise ConfigError(f"{path}: unknown key(s) {extra} in [{section}]; its keys are {list(keys)}.")
+        for key, (types, required) in keys.items():
+            if key not in given:
+                if required:
+                    raise ConfigError(f"{path}: [{section}] {key} is required.")
+                continue
+            value = given[key]
+            if not isinstance(value, types) or isinstance(value, bool) or _has_non_str(value):
+                raise ConfigError(f"{path}: [{section}] {key} must be {_type_name(types)}, got {value!r}.")
+            values[key] = value
+    return values
+
+
+def _has_non_str(value):
+    return isinstance(value, list) and not all(isinstance(v, str) for v in value)
+
+
+def _type_name(types):
+    return "a number" if types == _NUMBER else {str: "a string", int: "an integer", list: "a list of strings"}[types]
+
+
+def _build(values, base, path):
+    if ("path" in values) == ("sql_query" in values):
+        raise ConfigError(f"{path}: [data] needs exactly one source: path, or sql_url with sql_query.")
+    if ("sql_query" in values) != ("sql_url" in values):
+        raise ConfigError(f"{path}: [data] sql_query and sql_url go together.")
+    _check_range(values, "time_budget", 0, None, path, "search")
+    _check_range(values, "n_trials", 1, None, path, "search", closed=True)
+    _check_range(values, "n_jobs", 1, None, path, "search", closed=True)
+    _check_range(values, "margin", 0, None, path, "promotion", closed=True)
+    _check_range(values, "holdout_size", 0, 1, path, "promotion")
+    work_dir = base / values.pop("work_dir", "automl-retrain")
+    if "path" in values:
+        values["path"] = base / values["path"]
+    values["summary"] = base / values.pop("summary", str(work_dir / "summary.json"))
+    values.setdefault("storage", f"sqlite:///{work_dir / 'optuna.db'}")
+    values.setdefault("tracking_uri", f"sqlite:///{work_dir / 'mlflow.db'}")
+    values.setdefault("study_name", values["model_name"])
+    _check_names(values, path)
+    if "include" in values:
+        values["include"] = tuple(values["include"])
+    if "n_trials" in values and "time_budget" not in values:
+        values["time_budget"] = None  # a trial count alone bounds the search
+    return JobConfig(work_dir=work_dir, **values)
+
+
+def _check_names(values, path):
+    """metric and include against what the library knows, before any data is read."""
+    from ..search import CLASSIFICATION_METRICS
+    from ..space import DEFAULT_COMPONENTS
+
+    if "metric" in values and values["metric"] not in CLASSIFICATION_METRICS:
+        raise ConfigError(f"{path}: [search] metric {values['metric']!r} is unknown; the metrics are "
+                          f"{sorted(CLASSIFICATION_METRICS)}.")
+    unknown = [k for k in values.get("include", ()) if k not in {c.key for c in DEFAULT_COMPONENTS}]
+    if unknown:
+        raise ConfigError(f"{path}: [search] include names unknown model families {unknown}; they are "
+                          f"{[c.key for c in DEFAULT_COMPONENTS]}.")
+
+
+def _check_range(values, key, low, high, path, section, closed=False):
+    if key not in values:
+        return
+    value = values[key]
+    if not math.isfinite(value):
+        raise ConfigError(f"{path}: [{section}] {key} must be a finite number, got {value!r}.")
+    below = value < low if closed else value <= low
+    above = high is not None and value >= high
+    if below or above:
+        bounds = f">= {low}" if closed else f"> {low}"
+        bounds += f" and < {high}" if high is not None else ""
+        raise ConfigError(f"{path}: [{section}] {key} must be {bounds}, got {value!r}.")

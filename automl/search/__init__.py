@@ -1,0 +1,31 @@
+"""3. How it is searched: trials scored by CV on shared folds, in worker processes sharing one Optuna study.
+
+In the order a fit uses them: :func:`prepare_search` (data, folds, families, metric, seed: what every
+trial shares), the metric (:mod:`~automl.search.scoring`), the study with its storage, sampler and
+pruner (:mod:`~automl.search.study`), the CV objective with Hyperband's rungs and the OOF predictions
+(:mod:`~automl.search.objective`), :func:`run_search` (worker processes, deadlines,
+:mod:`~automl.search.liveness` for trials whose worker died), and the search published for
+``automl worker`` processes to join (:mod:`~automl.search.shared`, :mod:`~automl.search.worker`).
+"""
+
+from .liveness import fail_running, wait_for_running, worker_alive
+from .objective import ENQUEUED_ATTRS, CVObjective, aligned_proba, is_prunable, oof_path, predictions, search_key
+from .run import ProgressLine, SearchResult, load_oof, run_search
+from .scoring import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric, get_metric
+from .setup import SearchSetup, prepare_search
+from .shared import SEARCH_ATTR, SharedSearch
+from .study import (
+    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started, heartbeat_of,
+    in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study, quiet_optuna,
+)
+from .threads import threads_per_job
+from .worker import WorkerResult, run_worker
+
+__all__ = [
+    "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL", "PRUNING_MIN_RESOURCE",
+    "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine", "SearchResult", "SearchSetup",
+    "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling", "count_started", "fail_running",
+    "get_metric", "heartbeat_of", "in_memory_copy", "is_prunable", "leaderboard", "load_oof", "make_pruner",
+    "make_sampler", "oof_path", "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna",
+    "run_search", "run_worker", "search_key", "threads_per_job", "wait_for_running", "worker_alive",
+]
