@@ -16,11 +16,15 @@ MLflow only when tracking starts.
 
 import importlib
 
+from . import _flat_names
+
 __version__ = "0.1.0"
 __all__ = ["AutoClassifier", "AutoRegressor", "load", "nested_cv", "__version__"]
 
 _LAZY = {"AutoClassifier": "estimators", "AutoRegressor": "estimators", "load": "tracking",
          "nested_cv": "estimators"}
+
+_flat_names.install()  # models saved by the flat layout name its modules
 
 
 def __getattr__(name):

@@ -9,6 +9,9 @@ its top (``automl.cli``). The rules, as docs/design.md states them:
 3. a unit is entered through its ``__init__``: another unit imports ``automl.search``, never
    ``automl.search.run``, and takes only names the ``__init__`` lists in ``__all__`` (for a module at
    the top: its public names), so each unit's inside may change without reading the others.
+
+Not seen: imports by a name in a string. ``automl/_flat_names.py`` resolves the flat layout's module
+names that way, for old pickles only, and forwards down to the stages.
 """
 
 import ast

@@ -142,6 +142,7 @@ def test_release_series():
 def test_a_model_saved_by_the_flat_package_loads(name):
     # Saved at e588ad5, before the modules moved into subpackages: its pickle names the old modules
     # (automl.estimator, automl.components, ...). tests/fixtures/saved-flat-0.1/make.py made it.
+    import mlflow.sklearn
     from sklearn.datasets import load_diabetes
 
     folder = Path(__file__).parent / "fixtures" / "saved-flat-0.1"
@@ -153,6 +154,22 @@ def test_a_model_saved_by_the_flat_package_loads(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a newer scikit-learn than the one that saved it warns
         model = load(folder / name)
-    predicted = model.predict_proba(X) if name == "classifier" else model.predict(X)[:, None]
-    np.testing.assert_allclose(predicted, expected, rtol=1e-9)
-    assert type(model).__name__ == ("AutoClassifier" if name == "classifier" else "AutoRegressor")
+        # MLflow's own loader too (a registry model, mlflow models serve): any loader finds the old names.
+        by_mlflow = mlflow.sklearn.load_model(str(folder / name))
+    for loaded in (model, by_mlflow):
+        predicted = loaded.predict_proba(X) if name == "classifier" else loaded.predict(X)[:, None]
+        np.testing.assert_allclose(predicted, expected, rtol=1e-9)
+    assert type(model) is (automl.AutoClassifier if name == "classifier" else automl.AutoRegressor)
+
+
+def test_the_flat_module_names_forward_to_the_moved_objects():
+    import automl.components
+    import automl.estimator
+    from automl.space import components
+
+    assert automl.estimator.AutoClassifier is automl.AutoClassifier
+    assert automl.components._build_hgb is components._build_hgb
+    with pytest.raises(AttributeError):
+        automl.estimator.no_such_name
+    with pytest.raises(ModuleNotFoundError):
+        import automl.no_such_module  # noqa: F401

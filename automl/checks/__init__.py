@@ -1,4 +1,4 @@
-"""5. Leak checks: on the data before the search, and on the chosen model after it.
+"""Leak checks: on the data before the search, and on the chosen model after it.
 
 A search optimizes a leak as eagerly as a signal. :mod:`~automl.checks.leakage` (ROC AUC, for a
 classifier) and :mod:`~automl.checks.leakage_regression` (R^2 and Spearman correlation) look for

@@ -23,11 +23,8 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils import check_random_state
 
 from .leakage import (
-
     BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, LeakageReport, LeakFinding, _by_level, _duplicate_findings, _round,
-
     _sample_note, identifier_scan, restrict_folds,
-
 )
 
 NEAR_EXACT_R2 = 0.98

@@ -1,4 +1,4 @@
-"""The estimators: ``fit`` runs the stages in order (data, space, search, ensemble, checks), tracked in MLflow.
+"""The estimators: ``fit`` prepares the search, checks for leaks, searches, builds the ensemble, checks the model.
 
 :mod:`~automl.estimators.base` holds the fit both share; :class:`AutoClassifier` and
 :class:`AutoRegressor` say what the task changes. :func:`nested_cv` fits a clone inside outer folds

@@ -1,14 +1,11 @@
 """Join a running search from another process or machine: what ``automl worker`` does.
 
-A fit publishes its search in the study itself, as the user attribute ``automl_search``
-(:class:`SharedSearch`): the task, the settings that rebuild its folds and search space, the
-``search_key`` of its data, folds and metric, its deadline and trial cap, the folder for OOF
-predictions and the MLflow parent run. A worker started with the same storage, study name and data
-reads it, checks that its copy of the data gives the same ``search_key``, and runs trials of the
-same study until the search's deadline, its trial cap, the worker's own time budget, or the fit
-closing the search. Its trials land in the shared study (so TPE learns from every worker), their
-OOF arrays in the shared folder (so ensemble selection sees them) and their MLflow runs under the
-fit's parent run.
+A worker started with the same storage, study name and data reads the search a fit published in
+its study (:class:`~automl.search.shared.SharedSearch`), rebuilds its setup and checks that its copy
+of the data gives the same ``search_key``, then runs trials of the same study until the search's
+deadline, its trial cap, the worker's own time budget, or the fit closing the search. Its trials land
+in the shared study (so TPE learns from every worker), their OOF arrays in the shared folder (so
+ensemble selection sees them) and their MLflow runs under the fit's parent run.
 
 Optuna's RDB storage (PostgreSQL across machines, SQLite on one) carries the study; the same code
 runs on a journal file for workers of one machine.

@@ -14,9 +14,7 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.svm import SVR
 
 from .components import (
-
     ComponentSpec, _defaults, _float, _int, _suggest_hgb, _suggest_knn, _suggest_lgbm, _suggest_mlp, _suggest_xgb,
-
 )
 
 

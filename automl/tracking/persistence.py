@@ -13,14 +13,12 @@ you trust** (the same holds for every pickle-based format, MLflow's included).
 Folders written by automl 0.1's first format (``model.joblib`` beside the manifest) still load.
 """
 
-import importlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..data import class_counts_of
@@ -44,18 +42,6 @@ RUNTIME_PACKAGES = ("scikit-learn", "pandas", "numpy", "scipy", "optuna", "cloud
 _SIGNATURE_TYPES = {"boolean": "boolean", "datetime": "datetime", "categorical": "string"}
 _NUMERIC_TYPES = {"int64": "long", "int32": "integer", "int16": "integer", "int8": "integer",
                   "float32": "float"}
-# Modules of automl's flat layout (before its subpackages) that a saved model's pickle names, and where
-# what they held lives now, under the same names. A pickle names a class or function by its module.
-FLAT_MODULES = {
-    "automl.components": "automl.space.components",
-    "automl.regressors": "automl.space.regressors",
-    "automl.search_space": "automl.space.pipeline",
-    "automl.validation": "automl.data.validation",
-    "automl.target": "automl.data.target",
-    "automl.leakage": "automl.checks.leakage",
-    "automl.estimator": "automl.estimators.classifier",
-    "automl.regressor": "automl.estimators.regressor",
-}
 
 
 def package_versions(packages=RUNTIME_PACKAGES):
@@ -260,8 +246,7 @@ def load(path):
     if version == 1:
         import joblib
 
-        with flat_module_names():
-            return joblib.load(path / LEGACY_MODEL_FILE)
+        return joblib.load(path / LEGACY_MODEL_FILE)
     if not (path / "MLmodel").is_file():
         raise FileNotFoundError(f"{path} has a manifest but no MLmodel file: the model was not saved whole.")
     return load_mlflow_model(str(path))
@@ -277,29 +262,10 @@ def load_mlflow_model(uri):
 
     search_path = list(sys.path)
     try:
-        with flat_module_names():
-            return mlflow.sklearn.load_model(uri)
+        return mlflow.sklearn.load_model(uri)
     finally:
         sys.path[:] = search_path
 
-
-@contextmanager
-def flat_module_names():
-    """While unpickling: the flat layout's module names (:data:`FLAT_MODULES`) stand for their new homes.
-
-    A model saved before automl's subpackages names ``automl.estimator.AutoClassifier``,
-    ``automl.space.components._build_hgb``, ...; each old name is entered in ``sys.modules`` as an alias of
-    the module that holds those objects now, and removed afterwards. (MLflow's loader runs the
-    unpickling itself, so a custom ``Unpickler.find_class``, pandas' way, cannot be handed to it.)
-    """
-    added = [old for old in FLAT_MODULES if old not in sys.modules]
-    for old in added:
-        sys.modules[old] = importlib.import_module(FLAT_MODULES[old])
-    try:
-        yield
-    finally:
-        for old in added:
-            sys.modules.pop(old, None)
 
 
 def refuse_non_empty(path, overwrite):
