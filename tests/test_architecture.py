@@ -56,7 +56,7 @@ def _imports(root):
     return modules, found
 
 
-def _unit(module, root_name):
+def _unit(module):
     parts = module.split(".")
     return ".".join(parts[:2]) if len(parts) > 1 else module
 
@@ -79,13 +79,13 @@ def check_layout(root):
     cycle = _cycle((importer, target) for importer, target, _ in found if importer != target)
     if cycle:
         problems.append("module cycle: " + " -> ".join(cycle))
-    units = {(_unit(i, root.name), _unit(t, root.name)) for i, t, _ in found}
+    units = {(_unit(i), _unit(t)) for i, t, _ in found}
     cycle = _cycle((a, b) for a, b in units if a != b and b != root.name)
     if cycle:
         problems.append("unit cycle: " + " -> ".join(cycle))
     for importer, target, names in found:
-        unit = _unit(target, root.name)
-        if _unit(importer, root.name) == unit or unit == root.name:
+        unit = _unit(target)
+        if _unit(importer) == unit or unit == root.name:
             continue
         if target != unit:
             problems.append(f"{importer} imports {target}: import from {unit} instead")

@@ -13,6 +13,7 @@ import io
 import json
 from pathlib import Path
 
+from ..tracking import MLflowTracker
 from . import plots
 from .data import FORMAT, TOP_N, report_data
 
@@ -29,7 +30,6 @@ def write_model_report(model, path, nested_cv=None):
     data = report_data(model, nested_cv)
     html_path, _ = write_report(data, path)
     if model.mlflow_run_id_ is not None:
-        from ..tracking import MLflowTracker
         MLflowTracker.for_run(model.mlflow_tracking_uri_, model.mlflow_run_id_).log_artifacts(report_artifacts(data))
     return html_path
 
