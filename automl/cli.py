@@ -38,6 +38,8 @@ def _add_search_arguments(p):
     p.add_argument("--n-trials", type=int, default=None)
     p.add_argument("--metric", default=None)
     p.add_argument("--cv", type=int, default=5)
+    p.add_argument("--validation", choices=["auto", "cv", "holdout"], default="auto",
+                   help="default auto: a holdout (rows as Hyperband's resource) from 100,000 rows, else --cv folds")
     p.add_argument("--n-jobs", type=int, default=1, help="worker processes of each search")
     p.add_argument("--random-state", type=int, default=None)
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")
@@ -91,7 +93,7 @@ def _estimator(args, y, **extra):
     kind = AutoRegressor if task == "regression" else AutoClassifier
     return kind(
         time_budget=args.time_budget, n_trials=args.n_trials, metric=args.metric, cv=args.cv,
-        n_jobs=args.n_jobs, random_state=args.random_state,
+        validation=args.validation, n_jobs=args.n_jobs, random_state=args.random_state,
         include=args.include.split(",") if args.include else None,
         tracking=not args.no_tracking, tracking_uri=args.tracking_uri, **extra,
     )

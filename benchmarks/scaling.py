@@ -152,7 +152,7 @@ def _null_worker(url, study_name):
     sampler = shared.sampler()
     sampler.reseed_rng()
     run_search(NullObjective(setup, shared.search_key), storage=storage, study_name=study_name, sampler=sampler,
-               pruner=shared.pruner(), max_trials=shared.max_trials, wait_for_others=False)
+               pruner=shared.pruner(setup), max_trials=shared.max_trials, wait_for_others=False)
     return {**CLOCK.main, "heartbeat_calls": CLOCK.heartbeat_calls, "wall": time.time() - started,
             "samples": CLOCK.samples}
 

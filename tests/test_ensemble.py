@@ -253,11 +253,21 @@ def test_final_fit_seconds_schedules_the_members_selection_would_choose():
     """Selection takes the right trial alone, and its refit costs one fold of its trial."""
     y = np.array([0, 1] * 10)
     result = _two_trial_result(y)
-    folds = [(None, None)] * 5
+    folds = [(None, test) for test in np.array_split(np.arange(len(y)), 5)]
     common = dict(ensemble_size=10, n_jobs=1, random_state=0)
     estimate = ensemble_module.final_fit_seconds
     assert estimate(result, y, folds, get_metric("roc_auc", 2), final_fit="refit", **common) == pytest.approx(8.0 / 4)
     assert estimate(result, y, folds, get_metric("roc_auc", 2), final_fit="bag", **common) == pytest.approx(8.0)
+
+
+def test_a_holdout_search_has_nothing_to_refit_and_selects_on_the_holdout_rows():
+    """One fold: the members are the trials' own models (no final fit), and selection sees only its test rows."""
+    y = np.array([0, 1] * 10)
+    result = _two_trial_result(y[:6])  # OOF arrays of the 6 holdout rows
+    folds = [(np.arange(6, 20), np.array([0, 1, 2, 3, 4, 5]))]
+    seconds = ensemble_module.final_fit_seconds(result, y, folds, get_metric("roc_auc", 2), final_fit="refit",
+                                                ensemble_size=10, n_jobs=1, random_state=0)
+    assert seconds == 0.0 and result.selection[2] == {0: 1.0}
 
 
 def test_selection_is_run_once_per_set_of_trials(monkeypatch):

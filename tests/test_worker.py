@@ -165,8 +165,8 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
 
     estimator = AutoClassifier(**FIT, n_trials=24, include=["rf"], storage=_rdb(**HEARTBEAT), study_name=study,
                                oof_dir=str(tmp_path / "oof"), tracking=False)
-    # The fit runs its trials in this process (n_jobs=1, no clock): its progress-line slot runs our callback.
-    monkeypatch.setattr("automl.estimators.base.ProgressLine", lambda deadline: KillVictimMidTrial())
+    # The fit runs its trials in this process (n_jobs=1, no clock): its trial-logger slot runs our callback.
+    monkeypatch.setattr("automl.tracking.runs.NullTracker.trial_logger", lambda self: KillVictimMidTrial())
     started = time.time()
     model = estimator.set_params(verbose=1).fit(X, y)
     victim.wait(timeout=10)

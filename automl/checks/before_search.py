@@ -2,9 +2,15 @@
 
 import warnings
 
+from sklearn.model_selection import KFold, StratifiedKFold
+
 from ..exceptions import DataValidationError, LeakageWarning
 from .leakage import LeakageReport, check_data_leakage
 from .leakage_regression import check_regression_leakage
+
+
+# Folds of the check when the search validates on one holdout.
+CHECK_FOLDS = 5
 
 
 def check_before_search(X, y, profile, folds, random_state, mode):
@@ -14,7 +20,8 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     ----------
     X, y, profile, folds, random_state
         As for :func:`check_data_leakage` (:func:`automl.checks.check_regression_leakage` for
-        a regression profile).
+        a regression profile). A single fold (a holdout search) is replaced by
+        :data:`CHECK_FOLDS` seeded folds: a column's score needs every row scored.
     mode : {"warn", "raise", "off"}
         ``AutoClassifier(leak_check=...)``.
 
@@ -36,6 +43,9 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     if mode == "off":
         return LeakageReport(())
     check = check_regression_leakage if profile.task == "regression" else check_data_leakage
+    if len(folds) == 1:
+        kind = KFold if profile.task == "regression" else StratifiedKFold
+        folds = list(kind(CHECK_FOLDS, shuffle=True, random_state=random_state).split(X, y))
     report = check(X, y, profile, folds, random_state=random_state)
     high = [f.message for f in report.findings if f.severity == "high"]
     if mode == "raise" and high:

@@ -10,6 +10,7 @@ import logging
 import warnings
 
 from ..exceptions import NoSuccessfulTrialsError
+from ..search import scored_rows
 from .selection import EnsembleSelection, weighted_average
 from .voting import WeightedEnsembleClassifier, WeightedEnsembleRegressor
 
@@ -28,10 +29,12 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     y : ndarray of shape (n_samples,)
         Encoded labels.
     folds : list of (ndarray, ndarray)
-        The search's folds (the bags of ``final_fit="bag"``).
+        The search's folds (the bags of ``final_fit="bag"``); the OOF arrays hold the rows they score
+        (:func:`automl.search.scored_rows`).
     metric : Metric
     build : callable
-        ``build(trial_params) -> unfitted pipeline``.
+        ``build(trial) -> pipeline`` from a FrozenTrial: unfitted, or fitted and frozen
+        (``sklearn.frozen.FrozenEstimator``, whose fit does nothing) for a holdout search's own models.
     seconds_left : float or None
         Time for the final fit; members are dropped, least weight first, until their estimated
         fits end in it (:func:`members_in_time`). None: no limit.
@@ -47,16 +50,17 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     scores : tuple of (float, float)
         Pooled-OOF score of the kept ensemble and of the best single trial (the hillclimb set).
     """
-    selection, chosen = select_members(result, y, metric, ensemble_size, random_state)
+    hillclimb_y = y[scored_rows(folds)]
+    selection, chosen = select_members(result, hillclimb_y, metric, ensemble_size, random_state)
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
     if seconds_left is not None:
         costs = final_fit_costs(result, chosen, final_fit, len(folds))
         chosen = members_in_time(chosen, costs, seconds_left, n_jobs)
-    members = [build(trials[n].params) for n in chosen]
+    members = [build(trials[n]) for n in chosen]
     kind = WeightedEnsembleRegressor if metric.task == "regression" else WeightedEnsembleClassifier
     ensemble = kind(estimators=members, weights=list(chosen.values()), final_fit=final_fit, cv=folds, n_jobs=n_jobs)
     # Scored on the members kept, which the time budget may have trimmed.
-    kept = metric(y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
+    kept = metric(hillclimb_y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
     best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
     return ensemble.fit(X, y), chosen, (kept, best_single)
 
@@ -66,6 +70,8 @@ def select_members(result, y, metric, ensemble_size, random_state):
 
     The answer is kept in ``result.selection`` and given again while the trials and arguments are the
     same: selection costs seconds on large data, and the top-up's estimate asks it first.
+
+    ``y`` is the target of the rows the OOF arrays hold (:func:`automl.search.scored_rows`).
 
     Returns
     -------
@@ -89,13 +95,16 @@ def final_fit_costs(result, chosen, final_fit, n_folds):
     """Estimated seconds of each chosen member's final fit, from its trial's duration.
 
     A refit on all rows costs about one fold's fit, duration / (k - 1); bagging costs the whole
-    duration (its k fold fits again).
+    duration (its k fold fits again). A holdout's members (one fold) are the trials' own fitted models:
+    nothing to fit.
 
     Returns
     -------
     costs : dict of int -> float
         Seconds by trial number.
     """
+    if n_folds == 1:
+        return {n: 0.0 for n in chosen}
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
     share = 1.0 if final_fit == "bag" else 1.0 / (n_folds - 1)
     return {n: trials[n].duration.total_seconds() * share for n in chosen}
@@ -112,7 +121,7 @@ def final_fit_seconds(result, y, folds, metric, *, ensemble_size, final_fit, n_j
     -------
     seconds : float
     """
-    _, chosen = select_members(result, y, metric, ensemble_size, random_state)
+    _, chosen = select_members(result, y[scored_rows(folds)], metric, ensemble_size, random_state)
     return schedule_seconds(list(final_fit_costs(result, chosen, final_fit, len(folds)).values()), n_jobs)
 
 

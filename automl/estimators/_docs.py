@@ -17,9 +17,19 @@ PARAMETERS_DOC = """
     cv : int or CV splitter, default=5
         Folds shared by every trial: an int gives scikit-learn's StratifiedKFold (classifier) or
         KFold (regressor), shuffled with ``random_state``.
+    validation : {"auto", "cv", "holdout"}, default="auto"
+        How trials are scored. "cv": the ``cv`` folds, Hyperband's resource being folds. "holdout":
+        one seeded, stratified holdout of 10% of the rows (at most 100,000), the trials trained on
+        1/27, 1/9, 1/3 and all of the rest, which are Hyperband's rungs; the ensemble is made of the
+        trials' own fitted models (no refit; ``final_fit`` is ignored), and a trial the time budget
+        stops after a rung is a candidate with its model of that rung. "auto": a holdout from
+        100,000 rows or 10 million cells with an int ``cv`` (FLAML's switch), else CV.
     n_jobs : int, default=1
-        Worker processes sharing the study. With ``n_jobs=1`` and ``time_budget=None`` the trials
-        run in this process and the fit is reproducible under ``random_state``.
+        Worker processes sharing the study; threads per model are the cores shared out between
+        them. A holdout search runs one process whose models use the threads of all ``n_jobs``
+        (few long trials: a model sooner, one copy of the data). With ``n_jobs=1`` and
+        ``time_budget=None`` the trials run in this process and the fit is reproducible under
+        ``random_state``.
     random_state : int or None, default=None
         Seed of the folds, the sampler, the models and ensemble selection.
     include : list of str or None, default=None
@@ -31,9 +41,10 @@ PARAMETERS_DOC = """
     sampler : {"tpe", "random"}, default="tpe"
         Random search is the baseline TPE must beat.
     pruning : bool or "auto", default="auto"
-        Hyperband over folds; False runs every trial to the last fold. "auto" prunes when there is no
-        ``time_budget`` or it is at least 120 s: at 60 s, pruned trials leave no out-of-fold
-        predictions for the ensemble, and no pruning scored as well or better (docs/benchmarks.md).
+        Hyperband over folds (over rows for a holdout); False runs every trial to the last fold.
+        "auto" prunes a holdout search, and a CV search when there is no ``time_budget`` or it is at
+        least 120 s: at 60 s, pruned trials leave no out-of-fold predictions for the ensemble, and no
+        pruning scored as well or better (docs/benchmarks.md).
     ensemble_size : int, default=50
         Picks of Caruana ensemble selection (with replacement); 1 keeps the best single trial.
     final_fit : {"refit", "bag"}, default="refit"
@@ -55,7 +66,8 @@ PARAMETERS_DOC = """
         working directory; open it with ``mlflow ui --backend-store-uri sqlite:///mlflow.db``).
     experiment_name : str, default="automl"
     verbose : int, default=1
-        0 silent; 1 a progress line on stderr.
+        0 silent; 1 a progress line on stderr at the start, every 10 s of the search (redrawn every 2 s
+        on a terminal) and when the final stage starts.
     leak_check : {"warn", "raise", "off"}, default="warn"
         Before the search, look for target leakage, identifier columns and duplicated rows
         (:func:`automl.checks.leakage.check_data_leakage`). ``"warn"`` issues a ``LeakageWarning`` per
@@ -77,7 +89,8 @@ ATTRIBUTES_DOC = """
         Trial numbers whose OOF predictions made up the hillclimb set of ensemble selection: the
         complete trials of this search, from every worker that joined it.
     best_params_ : dict
-        Parameters of the best complete trial.
+        Parameters of the best complete trial (of a holdout search with none complete, the best one
+        stopped by the budget).
     best_score_ : float
         Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
     best_score_std_ : float
@@ -89,6 +102,10 @@ ATTRIBUTES_DOC = """
         the fallback.
     metric_ : str
         The search metric's name.
+    validation_ : {"cv", "holdout"}
+        How the trials were scored (``validation``, "auto" resolved). With "holdout", ``mean`` in the
+        leaderboard is the holdout score at the rows the trial reached, ``folds`` is 1 and ``std`` NaN,
+        and the OOF predictions (``ensemble_score_``) are the holdout's rows only.
     random_state_ : int
         The seed the fit used (drawn at random when ``random_state`` is None), so that any trial can be
         rebuilt: ``rebuild(params, profile_, components_, random_state_)``.

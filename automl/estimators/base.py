@@ -10,15 +10,18 @@ logs every step to MLflow, and :mod:`automl.report` draws the report.
 
 import logging
 import os
+import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Sequence
+from contextlib import nullcontext
 from functools import partial
 
 import numpy as np
 import optuna
 from sklearn.base import BaseEstimator
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..checks import LeakageReport, check_before_search, check_in_time
@@ -26,8 +29,8 @@ from ..data import check_prediction_data
 from ..ensemble import build_ensemble, final_fit_seconds, fit_fallback, use_fallback
 from ..report import report_artifacts, report_data, write_model_report
 from ..search import (
-    ProgressLine, SharedSearch, check_storage_spelling, count_started, in_memory_copy, leaderboard, open_storage,
-    prepare_search, prepare_study, run_search,
+    ProgressLine, SharedSearch, check_storage_spelling, count_started, in_memory_copy, leaderboard, load_trial_model,
+    open_storage, prepare_search, prepare_study, run_search, threads_per_job,
 )
 from ..space import portfolio, rebuild
 from ..tracking import input_example, make_tracker, package_versions
@@ -52,6 +55,8 @@ TOP_UP_BUSY = 1.5
 PRUNING_MIN_BUDGET = 120.0
 # Share kept for the model-level leak check after the final fit (skipped when too short).
 MODEL_CHECK_SHARE = 0.05
+# Seconds between progress lines while the search runs (a line also at its start and at the final stage).
+PROGRESS_EVERY = 10.0
 # Seconds kept for logging the final model to MLflow (measured: 2-5 s for a 13 MB model on SQLite).
 TRACKING_ALLOWANCE = 4.0
 
@@ -77,6 +82,7 @@ class _AutoMLBase(BaseEstimator):
         "n_trials": [P.interval(int, 1, None), P.is_none()],
         "metric": [P.instance_of(str, "a str"), P.is_none()],
         "cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
+        "validation": [P.options("auto", "cv", "holdout")],
         "n_jobs": [P.interval(int, 1, None)],
         "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
         "include": [P.instance_of(Sequence, "a list of str", exclude=str), P.is_none()],
@@ -93,7 +99,7 @@ class _AutoMLBase(BaseEstimator):
         "leak_check": [P.options("warn", "raise", "off")],
     }
 
-    def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, n_jobs=1,
+    def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, validation="auto", n_jobs=1,
                  random_state=None, include=None, components=(), sampler="tpe", pruning="auto",
                  ensemble_size=50, final_fit="refit", storage=None, study_name=None, oof_dir=None, tracking=True,
                  tracking_uri=None, experiment_name="automl", verbose=1, leak_check="warn"):
@@ -101,6 +107,7 @@ class _AutoMLBase(BaseEstimator):
         self.n_trials = n_trials
         self.metric = metric
         self.cv = cv
+        self.validation = validation
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.include = include
@@ -142,7 +149,8 @@ class _AutoMLBase(BaseEstimator):
             If every trial failed and the fallback model could not be fit either.
         """
         started = time.time()
-        X_clean, y_enc, folds, specs, metric, seed, _, _ = setup = self._prepare(X, y)
+        setup = self._prepare(X, y)
+        X_clean, y_enc, folds, metric, seed = setup.X, setup.y, setup.folds, setup.metric, setup.seed
         deadline, final = self._deadlines(started)
         self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
@@ -150,11 +158,11 @@ class _AutoMLBase(BaseEstimator):
         self.mlflow_tracking_uri_ = tracker.tracking_uri
         self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), versions)
         try:
+            # The ensemble is built inside the folder: a holdout search's members are models its trials left there.
             with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
                 result = self._search(setup, final, tracker, workdir, target_name=getattr(y, "name", None))
-            ensemble_started = time.time()
-            self.ensemble_, weights, hillclimb = self._fit_ensemble(result, X_clean, y_enc, folds, specs,
-                                                                    metric, seed, final)
+                ensemble_started = time.time()
+                self.ensemble_, weights, hillclimb = self._fit_ensemble(result, setup, final)
             self._set_results(result, weights, hillclimb, metric, ensemble_started)
             self.leak_report_ += self._check_model(X_clean, y_enc, folds, metric, seed, deadline)
             self.timings_["total"] = time.time() - started  # so far, for the report logged next
@@ -183,9 +191,9 @@ class _AutoMLBase(BaseEstimator):
         """
         self._check_params()
         setup = prepare_search(X, y, task=self._task, metric=self.metric, cv=self.cv, random_state=self.random_state,
-                               include=self.include, components=self.components)
+                               include=self.include, components=self.components, validation=self.validation)
         self.profile_, self.components_, self.random_state_ = setup.profile, setup.specs, setup.seed
-        self.search_key_ = setup.search_key
+        self.search_key_, self.validation_ = setup.search_key, setup.validation
         self._set_target(y)
         self._set_input_features(X)
         return setup
@@ -295,18 +303,28 @@ class _AutoMLBase(BaseEstimator):
                                      grace)
         shared.publish(storage, study_name)  # from here on, `automl worker` processes may join
         run = partial(self._run_search, shared, setup, storage, study_name, oof_dir, max_trials, tracker, grace)
+        progress = ProgressLine(search_deadline, search_key=self.search_key_)
         try:
-            with shared.keep_alive(storage, study_name):
+            with shared.keep_alive(storage, study_name), self._progress(progress, storage, study_name):
                 result = run(search_deadline)
                 top_up = self._top_up_deadline(result, setup, deadline, grace, storage, study_name, max_trials)
                 if top_up is not None:
                     shared.extend(storage, study_name, top_up)
+                    progress.deadline = top_up
                     result = result.followed_by(run(top_up, stream=1))
         finally:
             SharedSearch.close(storage, study_name)
         if self.storage is None:  # the default journal is in the temporary workdir, gone after fit
             result.study = in_memory_copy(storage, study_name)
+        if self.verbose:
+            progress.show(result.study, "final stage: ensemble selection and the final fit")
         return result
+
+    def _progress(self, progress, storage, study_name):
+        """The progress line every PROGRESS_EVERY seconds (2 on a terminal, which redraws it), or nothing."""
+        if not self.verbose:
+            return nullcontext()
+        return progress.every(2.0 if sys.stderr.isatty() else PROGRESS_EVERY, storage, study_name)
 
     def _shared_search(self, setup, storage, oof_dir, deadline, max_trials, tracker, target_name, grace):
         """The search as workers need it to join (:class:`automl.search.SharedSearch`)."""
@@ -321,13 +339,28 @@ class _AutoMLBase(BaseEstimator):
 
     def _run_search(self, shared, setup, storage, study_name, oof_dir, max_trials, tracker, grace, deadline,
                     stream=0):
-        callbacks = [tracker.trial_logger(), ProgressLine(deadline) if self.verbose else None]
+        callbacks = [tracker.trial_logger()]
+        processes, threads = self._workers(setup)
         return run_search(
             shared.objective(setup, oof_dir, deadline), storage=storage, study_name=study_name,
-            sampler=shared.sampler(stream), pruner=shared.pruner(), max_trials=max_trials, deadline=deadline,
-            n_jobs=self.n_jobs, callbacks=[c for c in callbacks if c is not None], oof_dir=oof_dir,
+            sampler=shared.sampler(stream), pruner=shared.pruner(setup), max_trials=max_trials, deadline=deadline,
+            n_jobs=processes, threads=threads, callbacks=[c for c in callbacks if c is not None], oof_dir=oof_dir,
             search_key=self.search_key_, grace=grace,
         )
+
+    def _workers(self, setup):
+        """Worker processes and threads per trial: processes for many short trials, threads for few long ones.
+
+        A holdout search is chosen for large data (:func:`automl.search.prepare_search`), where a trial
+        takes long: one process whose models use all ``n_jobs`` workers' threads gives a model sooner and
+        holds one copy of the data instead of ``n_jobs``. Otherwise ``n_jobs`` processes.
+        """
+        if setup.validation != "holdout" or self.n_jobs == 1:
+            return self.n_jobs, None
+        threads = self.n_jobs * threads_per_job(self.n_jobs)
+        logger.info("%d rows x %d columns: trials run one at a time, each model on %d threads (a holdout search: "
+                    "few long trials).", setup.profile.n_samples, setup.profile.n_features, threads)
+        return 1, threads
 
     def _top_up_deadline(self, result, setup, final, grace, storage, study_name, max_trials):
         """A later end for the search when the final stage will need less than its share, else None.
@@ -369,9 +402,15 @@ class _AutoMLBase(BaseEstimator):
                 "Give random_state to continue a study, or use a new study_name.", UserWarning, stacklevel=4)
 
     def _pruning(self):
-        """Whether the search prunes: ``pruning``, with "auto" resolved by the time budget."""
+        """Whether the search prunes: ``pruning``, with "auto" resolved by the validation and the time budget.
+
+        A holdout search prunes at any budget: its rungs of 1/27 and 1/9 of the rows are the cheap
+        fidelity large data offers (not yet measured against no pruning).
+        """
         if self.pruning != "auto":
             return self.pruning
+        if getattr(self, "validation_", "cv") == "holdout":
+            return True
         return self.time_budget is None or self.time_budget >= PRUNING_MIN_BUDGET
 
     def _n_startup_trials(self):
@@ -381,15 +420,20 @@ class _AutoMLBase(BaseEstimator):
             return 10
         return int(np.clip(self.n_trials // 2, 2, 10))
 
-    def _fit_ensemble(self, result, X, y, folds, specs, metric, seed, deadline):
+    def _fit_ensemble(self, result, setup, deadline):
         left = None if deadline is None else deadline - time.time() - (TRACKING_ALLOWANCE if self.tracking else 0.0)
         if not result.oof:
             # Fitted only now, in the final stage's share of the budget: before the search it cost every
             # fit its time (1.3 s of adult's 60 s) to serve the rare one in which no trial finished.
-            return use_fallback(result, fit_fallback(X, y, self.profile_, seed, left)), {}, (np.nan, np.nan)
-        build = partial(rebuild, profile=self.profile_, specs=specs, random_state=seed)
-        return build_ensemble(result, X, y, folds, metric, build, seconds_left=left, random_state=seed,
-                              ensemble_size=self.ensemble_size, final_fit=self.final_fit, n_jobs=self.n_jobs)
+            fallback = fit_fallback(setup.X, setup.y, self.profile_, setup.seed, left)
+            return use_fallback(result, fallback), {}, (np.nan, np.nan)
+        final_fit, build = self.final_fit, partial(_refit_member, profile=self.profile_, specs=setup.specs,
+                                                    random_state=setup.seed)
+        if setup.validation == "holdout":  # the trials' own models, fitted on the training part: no refit
+            final_fit, build = "refit", partial(_trial_member, result.oof_dir)
+        return build_ensemble(result, setup.X, setup.y, setup.folds, setup.metric, build, seconds_left=left,
+                              random_state=setup.seed, ensemble_size=self.ensemble_size, final_fit=final_fit,
+                              n_jobs=self.n_jobs)
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
@@ -397,6 +441,8 @@ class _AutoMLBase(BaseEstimator):
         self.ensemble_score_, self.best_single_oof_score_ = hillclimb
         self.leaderboard_ = leaderboard(result.study, weights, self.search_key_)
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
+        if complete.empty:  # a holdout trial stopped by the budget after a rung is a candidate too
+            complete = self.leaderboard_[self.leaderboard_["trial"].isin(list(result.oof))]
         self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan
         if len(complete):
             best = complete.iloc[0]
@@ -413,7 +459,7 @@ class _AutoMLBase(BaseEstimator):
             "n_samples": p.n_samples, "n_features": p.n_features, "n_classes": p.n_classes,
             "task": p.task, "fingerprint": p.fingerprint, "metric": metric.name,
             "time_budget": self.time_budget, "n_trials": self.n_trials, "cv_folds": n_folds,
-            "random_state": seed, "n_jobs": self.n_jobs, "sampler": self.sampler,
+            "validation": self.validation_, "random_state": seed, "n_jobs": self.n_jobs, "sampler": self.sampler,
             "pruning": self._pruning(), "ensemble_size": self.ensemble_size, "final_fit": self.final_fit,
         }
 
@@ -430,6 +476,16 @@ class _AutoMLBase(BaseEstimator):
     def _predict_data(self, X):
         check_is_fitted(self, "ensemble_")
         return check_prediction_data(X, self.profile_)
+
+
+def _refit_member(trial, profile, specs, random_state):
+    """An ensemble member to refit: the trial's pipeline, unfitted."""
+    return rebuild(trial.params, profile, specs, random_state)
+
+
+def _trial_member(oof_dir, trial):
+    """An ensemble member of a holdout search: the model its trial fitted, frozen (its fit does nothing)."""
+    return FrozenEstimator(load_trial_model(oof_dir, trial.number))
 
 
 def tabular_tags(tags, random_state):

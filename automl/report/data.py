@@ -52,6 +52,8 @@ def report_data(model, nested_cv=None):
 
 
 def _n_folds(model):
+    if getattr(model, "validation_", "cv") == "holdout":
+        return 1
     return model.cv if isinstance(model.cv, int) else model.cv.get_n_splits()
 
 

@@ -9,7 +9,10 @@ pruner (:mod:`~automl.search.study`), the CV objective with Hyperband's rungs an
 """
 
 from .liveness import fail_running, wait_for_running, worker_alive
-from .objective import ENQUEUED_ATTRS, CVObjective, aligned_proba, is_prunable, oof_path, predictions, search_key
+from .objective import (
+    ENQUEUED_ATTRS, CVObjective, aligned_proba, is_holdout, is_prunable, load_trial_model, model_path, oof_path,
+    predictions, resource_range, scored_rows, search_key,
+)
 from .run import ProgressLine, SearchResult, load_oof, run_search
 from .scoring import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric, get_metric
 from .setup import SearchSetup, prepare_search
@@ -25,7 +28,8 @@ __all__ = [
     "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL", "PRUNING_MIN_RESOURCE",
     "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine", "SearchResult", "SearchSetup",
     "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling", "count_started", "fail_running",
-    "get_metric", "heartbeat_of", "in_memory_copy", "is_prunable", "leaderboard", "load_oof", "make_pruner",
-    "make_sampler", "oof_path", "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna",
-    "run_search", "run_worker", "search_key", "threads_per_job", "wait_for_running", "worker_alive",
+    "get_metric", "heartbeat_of", "in_memory_copy", "is_holdout", "is_prunable", "leaderboard", "load_oof",
+    "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path", "open_storage", "predictions",
+    "prepare_search", "prepare_study", "quiet_optuna", "resource_range", "run_search", "run_worker", "scored_rows",
+    "search_key", "threads_per_job", "wait_for_running", "worker_alive",
 ]

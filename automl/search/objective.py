@@ -1,13 +1,25 @@
-"""Score one sampled pipeline by k-fold CV on the shared folds, with pruning after each fold.
+"""Score one sampled pipeline on the shared folds, with pruning after each rung.
 
-This module alone says what Hyperband's resource is: **folds**. After each fold the trial reports
-the running mean of its fold scores at ``step = folds done``; every trial uses the same folds in the
-same order, so two running means at the same step are comparable. Folds are a resource that does not
-interact with any knob (unlike trees or rows, which bias early rungs against slow learners), at the
-price of coarse rungs: with 5 folds and a reduction factor of 3, Hyperband has 2 brackets.
+This module alone says what Hyperband's resource is. It depends on how the search validates:
 
-A finished trial writes its out-of-fold (OOF) probabilities, or predicted values for regression, to
-``oof_dir/trial_<number>.npy`` so the process that builds the ensemble sees the trials of every worker.
+- **k-fold CV** (several folds): the resource is **folds**. After each fold the trial reports the
+  running mean of its fold scores at ``step = folds done``; every trial uses the same folds in the
+  same order, so two running means at the same step are comparable. Folds interact with no knob, at
+  the price of coarse rungs: with 5 folds and a reduction factor of 3, Hyperband has 2 brackets.
+- **holdout** (one fold: large tables, see :func:`automl.search.prepare_search`): the resource is
+  **training rows**, 1/27, 1/9, 1/3 and all of the fold's training part (Li et al., JMLR 2018, use
+  this resource), reported at steps 1, 3, 9 and 27. The rows of a rung are a prefix of one seeded,
+  stratified order of the training part (:func:`row_rungs`), the same for every trial, and every rung
+  is scored on the same holdout rows, so two trials' scores at a step are comparable. Knobs that count
+  rows (a leaf's minimum size) are scaled to the rung's share of the rows (:func:`automl.space.at_rows`),
+  so that a configuration keeps its shape from rung to rung and the small rungs do not favour large
+  leaves. A trial keeps its last rung's model: stopped by the time budget after a rung, it is still
+  an ensemble candidate, scored on the same holdout.
+
+A trial writes its out-of-fold (OOF) probabilities, or predicted values for regression, on the rows
+the folds score (every row for CV, the holdout's for a holdout; :func:`scored_rows`) to
+``oof_dir/trial_<number>.npy``, so the process that builds the ensemble sees the trials of every
+worker; a holdout trial also writes its fitted model to ``trial_<number>.joblib``.
 """
 
 import hashlib
@@ -15,16 +27,103 @@ import time
 import warnings
 from pathlib import Path
 
+import joblib
 import numpy as np
 import optuna
 from sklearn.base import clone
 
-from ..space import suggest_pipeline
+from ..space import at_rows, set_threads, suggest_pipeline
+
+# Rows of the training part at Hyperband's steps 1, 3, 9, 27 (27 = all): a reduction factor of 3.
+ROW_STEPS = (1, 3, 9, 27)
+# A rung smaller than this is skipped: a model on a few hundred rows says little about one on all.
+MIN_RUNG_ROWS = 1000
+# A rung's time is taken to grow as (rows ratio) ** RUNG_GROWTH: tree fits grow a little faster than n.
+RUNG_GROWTH = 1.1
 
 
 def oof_path(oof_dir, number):
     """Where the OOF probabilities of trial ``number`` are kept."""
     return Path(oof_dir) / f"trial_{number}.npy"
+
+
+def model_path(oof_dir, number):
+    """Where a holdout trial's fitted model is kept (see the module docstring)."""
+    return Path(oof_dir) / f"trial_{number}.joblib"
+
+
+def load_trial_model(oof_dir, number):
+    """The fitted model a holdout trial left (its last rung's), read from :func:`model_path`."""
+    return joblib.load(model_path(oof_dir, number))
+
+
+def scored_rows(folds):
+    """Row indices the folds score, sorted and distinct: the rows of every OOF array and of the hillclimb set.
+
+    All rows for k-fold CV; the holdout's rows for a single fold (a splitter that scores only some
+    rows, such as ``TimeSeriesSplit``, gives those).
+    """
+    return np.unique(np.concatenate([np.asarray(test) for _, test in folds]))
+
+
+def is_holdout(folds):
+    """Whether the search validates on one holdout (rows are Hyperband's resource) rather than k folds."""
+    return len(folds) == 1
+
+
+def resource_range(folds):
+    """Hyperband's ``(min_resource, max_resource)`` for these folds: folds for CV, row steps for a holdout.
+
+    For CV the minimum is ``None`` (the pruner's own setting); for a holdout, the first rung kept by
+    :func:`row_steps`.
+    """
+    if not is_holdout(folds):
+        return None, len(folds)
+    steps = row_steps(len(folds[0][0]))
+    return steps[0], steps[-1]
+
+
+def row_steps(n_train):
+    """The steps of :data:`ROW_STEPS` whose rung holds at least :data:`MIN_RUNG_ROWS` rows (the last always)."""
+    kept = [s for s in ROW_STEPS if n_train * s // ROW_STEPS[-1] >= MIN_RUNG_ROWS]
+    return kept or [ROW_STEPS[-1]]
+
+
+def row_rungs(train, y, seed, classification=True):
+    """Training rows of each rung of a holdout search: ``[(step, indices), ...]``, smallest first.
+
+    Each rung is a prefix of one seeded order of ``train``. For classification the order is stratified
+    (each class spread evenly along it) and starts with one row of each class, so that every rung holds
+    every class (XGBoost refuses a fit that lacks one).
+
+    Parameters
+    ----------
+    train : ndarray of shape (n_train,)
+        Row indices of the fold's training part.
+    y : ndarray of shape (n_samples,)
+    seed : int
+    classification : bool, default=True
+
+    Returns
+    -------
+    rungs : list of (int, ndarray)
+        Step (of :data:`ROW_STEPS`) and the row indices of that rung.
+    """
+    train = np.asarray(train)
+    rng = np.random.default_rng(seed)
+    if classification:
+        labels = y[train]
+        # A row's place along the order: its rank within its class, spread over [0, 1).
+        place = np.empty(len(train))
+        for label in np.unique(labels):
+            members = np.flatnonzero(labels == label)
+            place[rng.permutation(members)] = (np.arange(len(members)) + rng.random()) / len(members)
+            place[members[rng.integers(len(members))]] = -1.0  # one of each class first
+        order = train[np.argsort(place, kind="stable")]
+    else:
+        order = train[rng.permutation(len(train))]
+    steps = row_steps(len(train))
+    return [(s, order[:max(1, len(order) * s // ROW_STEPS[-1])]) for s in steps]
 
 
 def search_key(fingerprint, folds, metric_name):
@@ -105,7 +204,7 @@ def is_prunable(user_attrs):
 
 
 class CVObjective:
-    """The Optuna objective: sample a pipeline, score it fold by fold, keep its OOF predictions.
+    """The Optuna objective: sample a pipeline, score it rung by rung, keep its OOF predictions.
 
     Parameters
     ----------
@@ -114,29 +213,38 @@ class CVObjective:
     y : ndarray of shape (n_samples,)
         Encoded labels 0..n_classes-1, or the float target for regression.
     folds : list of (ndarray, ndarray)
-        ``(train_index, test_index)`` pairs shared by every trial.
+        ``(train_index, test_index)`` pairs shared by every trial; a single pair is a holdout, whose
+        resource is rows (see the module docstring).
     profile : DatasetProfile
     specs : list of ComponentSpec
         The model families on offer.
     metric : Metric
         The search metric, on probabilities (or predicted values for regression).
     oof_dir : str or Path
-        Folder for OOF arrays, shared by all workers.
+        Folder for OOF arrays (and a holdout's models), shared by all workers.
     deadline : float or None
-        Epoch seconds (``time.time()``) after which no fold is started; a trial whose next fold
-        would end past it is stopped and recorded as pruned with user attribute ``stopped``.
+        Epoch seconds (``time.time()``) after which no fold or rung is started; a trial whose next
+        fold or rung would end past it is stopped and recorded as pruned with user attribute
+        ``stopped``.
     random_state : int or None
-        Seed of every randomized step of the pipelines.
+        Seed of every randomized step of the pipelines (and of a holdout's row order).
     search_key : str or None
         Stored as the trial's user attribute ``search_key`` (see :func:`search_key`), first thing,
         so that a continued study's trials scored on other data or folds can be told apart.
+
+    Attributes
+    ----------
+    threads : int
+        Threads each model may use (``n_jobs`` of LightGBM, XGBoost, forests; CatBoost's
+        ``thread_count``), set by the worker that runs the objective (:func:`automl.search.run_search`).
+        1 unless set.
 
     Notes
     -----
     Follows Optuna's pruning contract (report, ``should_prune``, raise ``TrialPruned``), as in the
     ``OptunaSearchCV`` objective of optuna-integration. A trial enqueued as a starting point (the
     portfolio, a retraining job's warm start; see :func:`is_prunable`) is never pruned, but the
-    pruner is still asked after each of its folds, so its scores enter Hyperband's rungs and set the
+    pruner is still asked after each of its rungs, so its scores enter Hyperband's rungs and set the
     bar for the sampled trials; the time budget may still stop it. Exceptions from a fit are recorded
     in the user attribute ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial
     failed.
@@ -148,6 +256,10 @@ class CVObjective:
         self.profile, self.specs, self.metric = profile, specs, metric
         self.oof_dir, self.deadline, self.random_state = oof_dir, deadline, random_state
         self.search_key = search_key
+        self.threads = 1
+        self.rungs = None
+        if is_holdout(folds):
+            self.rungs = row_rungs(folds[0][0], y, random_state or 0, profile.task != "regression")
 
     def __call__(self, trial):
         try:
@@ -162,29 +274,69 @@ class CVObjective:
     def _score(self, trial):
         if self.search_key is not None:
             trial.set_user_attr("search_key", self.search_key)
-        pipeline = suggest_pipeline(trial, self.profile, self.specs, self.random_state)
+        pipeline = set_threads(suggest_pipeline(trial, self.profile, self.specs, self.random_state), self.threads)
         trial.set_user_attr("family", trial.params["model"])
+        if self.rungs is not None:
+            return self._score_holdout(trial, pipeline)
         prunable = is_prunable(trial.user_attrs)
         oof = np.zeros(oof_shape(self.profile, len(self.y)), dtype=np.float64)
         scores, started = [], time.time()
         for fold, (train, test) in enumerate(self.folds):
             self._stop_if_out_of_time(trial, started, fold)
-            with warnings.catch_warnings():
-                # Convergence and similar warnings of a sampled configuration are the search's
-                # business, reflected in its score; printing them per fold buries the progress line.
-                warnings.simplefilter("ignore")
-                model = clone(pipeline).fit(self.X.iloc[train], self.y[train])
-                oof[test] = predictions(model, self.X.iloc[test], self.profile)
+            _, oof[test] = _fit_predict(pipeline, self.X.iloc[train], self.y[train], self.X.iloc[test], self.profile)
             scores.append(self.metric(self.y[test], oof[test]))
             trial.set_user_attr("fold_scores", scores)
             trial.report(float(np.mean(scores)), step=fold + 1)
             # Asked even for a starting point: Optuna's Hyperband records a trial's rung value when asked.
             if fold + 1 < len(self.folds) and trial.should_prune() and prunable:
                 raise optuna.TrialPruned(f"pruned after {fold + 1} folds")
-        np.save(oof_path(self.oof_dir, trial.number), oof)
+        np.save(oof_path(self.oof_dir, trial.number), oof[scored_rows(self.folds)])
         trial.set_user_attr("mean_score", float(np.mean(scores)))
         trial.set_user_attr("std_score", float(np.std(scores)))
         return float(np.mean(scores))
+
+    def _score_holdout(self, trial, pipeline):
+        """Fit on each rung's rows, score on the holdout; keep the last rung's model and predictions."""
+        test = np.sort(self.folds[0][1])  # the order of scored_rows
+        prunable, n_train = is_prunable(trial.user_attrs), len(self.folds[0][0])
+        kept, seconds = None, None
+        for i, (step, rows) in enumerate(self.rungs):
+            if self._rung_past_deadline(seconds, len(rows) / len(self.rungs[i - 1][1]) if i else 1.0):
+                self._keep(trial, kept)
+                trial.set_user_attr("stopped", "time budget")
+                raise optuna.TrialPruned(f"stopped by the time budget after {i} of {len(self.rungs)} rungs")
+            started = time.time()
+            model, pred = _fit_predict(at_rows(pipeline, len(rows) / n_train), self.X.iloc[rows], self.y[rows],
+                                       self.X.iloc[test], self.profile)
+            seconds, kept = time.time() - started, (model, pred, len(rows))
+            score = self.metric(self.y[test], pred)
+            trial.set_user_attr("fold_scores", [score])  # one holdout: the leaderboard's mean is this rung's
+            trial.set_user_attr("rows", len(rows))
+            trial.set_user_attr("rung_seconds", seconds)
+            trial.report(score, step=step)
+            if i + 1 < len(self.rungs) and trial.should_prune() and prunable:
+                raise optuna.TrialPruned(f"pruned after {len(rows)} rows")
+        self._keep(trial, kept)
+        trial.set_user_attr("mean_score", score)
+        return score
+
+    def _keep(self, trial, kept):
+        """Write a holdout trial's last model and its predictions (nothing before its first rung)."""
+        if kept is None:
+            return
+        model, pred, rows = kept
+        joblib.dump(model, model_path(self.oof_dir, trial.number))
+        np.save(oof_path(self.oof_dir, trial.number), pred)
+        trial.set_user_attr("model_rows", rows)
+
+    def _rung_past_deadline(self, seconds, growth):
+        """Whether a rung ``growth`` times the last one's rows, which took ``seconds``, would end too late.
+
+        The first rung (``seconds`` None) is started whenever the deadline has not passed.
+        """
+        if self.deadline is None:
+            return False
+        return time.time() + (0.0 if seconds is None else seconds * growth ** RUNG_GROWTH) > self.deadline
 
     def _stop_if_out_of_time(self, trial, started, fold):
         if self.deadline is None:
@@ -193,3 +345,13 @@ class CVObjective:
         if time.time() + per_fold > self.deadline:
             trial.set_user_attr("stopped", "time budget")
             raise optuna.TrialPruned(f"stopped by the time budget after {fold} folds")
+
+
+def _fit_predict(pipeline, X, y, X_test, profile):
+    """A fitted clone of ``pipeline`` and its :func:`predictions` on ``X_test``."""
+    with warnings.catch_warnings():
+        # Convergence and similar warnings of a sampled configuration are the search's business,
+        # reflected in its score; printing them per fold buries the progress line.
+        warnings.simplefilter("ignore")
+        model = clone(pipeline).fit(X, y)
+        return model, predictions(model, X_test, profile)

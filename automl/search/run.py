@@ -11,8 +11,10 @@ import concurrent.futures
 import logging
 import os
 import sys
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -37,8 +39,10 @@ class SearchResult:
     Attributes
     ----------
     study : optuna.Study
-    oof : dict of int -> ndarray of shape (n_samples, n_classes)
-        OOF probabilities of each complete trial, by trial number.
+    oof : dict of int -> ndarray of shape (n_scored, n_classes) or (n_scored,)
+        OOF predictions of each ensemble candidate, by trial number, on the rows the folds score
+        (:func:`automl.search.scored_rows`): every complete trial, and a holdout trial stopped by the
+        time budget after a rung (:func:`load_oof`).
     seconds : float
         Wall seconds of the search.
     killed : int
@@ -75,6 +79,7 @@ class SearchResult:
     start_seconds: float = np.nan
     top_up_seconds: float = 0.0
     selection: tuple | None = None
+    oof_dir: str | None = None
 
     def followed_by(self, later):
         """This search and a later one of the same study (a top-up) as one result.
@@ -89,7 +94,7 @@ class SearchResult:
 
 
 def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None, max_trials=None, deadline=None,
-               n_jobs=1, callbacks=(), oof_dir=None, search_key=None, grace=5.0, wait_for_others=True):
+               n_jobs=1, threads=None, callbacks=(), oof_dir=None, search_key=None, grace=5.0, wait_for_others=True):
     """Run trials of a study in ``n_jobs`` processes until ``n_trials`` or ``deadline``.
 
     Parameters
@@ -113,6 +118,10 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
         stopped and their running trials marked failed.
     n_jobs : int, default=1
         Worker processes. With one worker and no deadline the trials run in this process.
+    threads : int or None, default=None
+        Threads of each trial's model (the objective's ``threads`` attribute, when it has one, and
+        the OpenMP/BLAS limit of its worker). None: the cores shared out between the workers
+        (:func:`automl.search.threads_per_job`).
     callbacks : sequence of callable
         Optuna callbacks ``(study, frozen_trial)``, run in the worker after each trial.
     oof_dir : path-like or None
@@ -142,13 +151,14 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
     if max_trials:
         callbacks.append(optuna.study.MaxTrialsCallback(max_trials, states=_STARTED))
     launch = uuid.uuid4().hex
+    # `automl worker` processes of other fits on this machine are unknown here: the README has them
+    # started with OMP_NUM_THREADS=1, which threads_per_job honours.
+    threads = threads or threads_per_job(n_jobs)
     if n_jobs == 1 and deadline is None:
-        callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, None, launch)]
+        callback_seconds = [_work(study_name, storage, sampler, pruner, objective, callbacks, None, 0, threads, launch,
+                                  in_pool=False)]
         killed = died = stopped = 0
     else:
-        # `automl worker` processes of other fits on this machine are unknown here: the README has them
-        # started with OMP_NUM_THREADS=1, which threads_per_job honours.
-        threads = threads_per_job(n_jobs)
         tasks = [
             (study_name, storage, sampler, pruner, objective, callbacks, deadline, i, threads, launch)
             for i in range(n_jobs)
@@ -160,7 +170,8 @@ def run_search(objective, *, storage, study_name, sampler, pruner, n_trials=None
     study = optuna.load_study(study_name=study_name, storage=storage)
     return SearchResult(study=study, oof=load_oof(study, oof_dir, search_key), seconds=time.time() - started,
                         killed=killed, callback_seconds=float(sum(callback_seconds)), launch=launch, died=died,
-                        stopped=stopped, start_seconds=_first_start(study, launch) - started)
+                        stopped=stopped, start_seconds=_first_start(study, launch) - started,
+                        oof_dir=None if oof_dir is None else str(oof_dir))
 
 
 def _first_start(study, launch):
@@ -170,18 +181,23 @@ def _first_start(study, launch):
 
 
 def load_oof(study, oof_dir, search_key=None):
-    """OOF arrays of the study's complete trials (with ``search_key``), by trial number.
+    """OOF arrays of the study's ensemble candidates (with ``search_key``), by trial number.
 
-    A complete trial whose file is missing (an earlier fit's temporary folder, a worker writing elsewhere)
-    is named in a warning.
+    The candidates are the complete trials and the trials stopped by the time budget that left an
+    OOF file (a holdout trial after its first rung: its model and predictions are those of its last
+    rung, scored on the same holdout rows; a CV trial stopped between folds leaves none). A
+    complete trial whose file is missing (an earlier fit's temporary folder, a worker writing
+    elsewhere) is named in a warning.
     """
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
     if search_key is not None:
-        complete = [t for t in complete if t.user_attrs.get("search_key") == search_key]
+        trials = [t for t in trials if t.user_attrs.get("search_key") == search_key]
     if oof_dir is None:
         return {}
-    oof = {t.number: np.load(oof_path(oof_dir, t.number)) for t in complete if oof_path(oof_dir, t.number).exists()}
-    missing = [t for t in complete if t.number not in oof]
+    candidates = [t for t in trials if t.state == TrialState.COMPLETE or t.user_attrs.get("stopped")]
+    oof = {t.number: np.load(oof_path(oof_dir, t.number)) for t in candidates
+           if oof_path(oof_dir, t.number).exists()}
+    missing = [t for t in trials if t.state == TrialState.COMPLETE and t.number not in oof]
     if missing:
         logger.warning(
             "%d complete trial(s) of this search have no OOF file in %s: they are on the leaderboard but not "
@@ -227,9 +243,12 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
     return seconds, killed, died, len(busy)
 
 
-def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads, launch=None):
+def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads, launch=None,
+          in_pool=True):
     if index > 0:
         sampler.reseed_rng()
+    if hasattr(objective, "threads"):
+        objective.threads = threads  # a copy in a pool process; in this process, the caller's objective
     # Two workers each running a multi-threaded fit on two cores would fight for them.
     with quiet_optuna(), threadpool_limits(limits=threads):
         study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler, pruner=pruner)
@@ -245,7 +264,7 @@ def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, 
                     raise
                 # Another process failed our trial (past the deadline, or judged stale): the search goes on.
                 logger.warning("A trial of this worker was ended by another process (%s); going on.", exc)
-    if orphaned.gone and threads is not None:
+    if orphaned.gone and in_pool:
         os._exit(0)  # a pool process whose owner was killed: nobody will collect a result, nor reuse it
     return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
 
@@ -267,27 +286,67 @@ class _StopWhenOrphaned:
 
 
 class ProgressLine:
-    """An Optuna callback that prints one line of progress to stderr after each trial.
+    """One line of search progress on stderr: trials by how they ended, the best score, the seconds left.
 
-    Shows trials complete / pruned / failed, the best mean CV score and the seconds left.
+    A trial stopped by the time budget is counted as ``stopped``, apart from those Hyperband
+    ``pruned`` (Optuna records both as PRUNED; the leaderboard's note tells them apart the same way).
+    Used as an Optuna callback (a line after each trial: :func:`automl.search.run_worker`), or by the
+    fit through :meth:`every`: a line at the start, then every few seconds while the search runs,
+    whatever the trials do (a trial on a large table may run for minutes).
+
+    Parameters
+    ----------
+    deadline : float or None, default=None
+        Epoch seconds of the search's end, for the seconds left.
+    stream : file-like or None, default=None
+        None: ``sys.stderr``.
+    search_key : str or None, default=None
+        Count only the trials of this search (as :func:`automl.search.leaderboard` does).
     """
 
-    def __init__(self, deadline=None, stream=None):
-        self.deadline, self.stream = deadline, stream
+    def __init__(self, deadline=None, stream=None, search_key=None):
+        self.deadline, self.stream, self.search_key = deadline, stream, search_key
 
     def __call__(self, study, trial):
+        self.show(study)
+
+    def show(self, study, stage=None):
+        """Write the line for ``study``; ``stage`` replaces the seconds left (e.g. "final stage")."""
         trials = study.get_trials(deepcopy=False)
+        if self.search_key is not None:
+            trials = [t for t in trials if t.user_attrs.get("search_key") == self.search_key]
         count = {s: sum(t.state == s for t in trials) for s in TrialState}
+        stopped = sum(t.state == TrialState.PRUNED and bool(t.user_attrs.get("stopped")) for t in trials)
         complete = [t.value for t in trials if t.state == TrialState.COMPLETE]
         best = (max if study.direction.name == "MAXIMIZE" else min)(complete) if complete else float("nan")
         left = "" if self.deadline is None else f" | {max(0, self.deadline - time.time()):.0f} s left"
         stream = self.stream or sys.stderr
-        # A terminal redraws one line; a log file or CI gets one line per trial.
+        # A terminal redraws one line; a log file or CI gets one line per call.
         start, end = ("\r", "   ") if stream.isatty() else ("", "\n")
+        running = f"{count[TrialState.RUNNING]} running, " if count[TrialState.RUNNING] else ""
+        stopped_text = f", {stopped} stopped by the budget" if stopped else ""
         stream.write(
-            f"{start}[automl] trials {count[TrialState.COMPLETE]} done, {count[TrialState.PRUNED]} pruned, "
-            f"{count[TrialState.FAIL]} failed | best {best:.4f}{left}{end}"
+            f"{start}[automl] trials {count[TrialState.COMPLETE]} done, {running}"
+            f"{count[TrialState.PRUNED] - stopped} pruned{stopped_text}, {count[TrialState.FAIL]} failed | "
+            f"best {best:.4f}{f' | {stage}' if stage else left}{end}"
         )
         stream.flush()
 
+    @contextmanager
+    def every(self, seconds, storage, study_name):
+        """Show the line at the start and every ``seconds`` while the block runs (a daemon thread)."""
+        stop = threading.Event()
+        study = optuna.load_study(study_name=study_name, storage=storage)
 
+        def tick():
+            self.show(study)
+            while not stop.wait(seconds):
+                self.show(study)
+
+        thread = threading.Thread(target=tick, name="automl-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()

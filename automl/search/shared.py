@@ -19,7 +19,7 @@ import optuna
 
 from ..exceptions import DataValidationError
 from .liveness import worker_alive
-from .objective import CVObjective
+from .objective import CVObjective, resource_range
 from .setup import prepare_search
 from .study import heartbeat_of, make_pruner, make_sampler, quiet_optuna
 
@@ -49,7 +49,8 @@ class SharedSearch:
     ----------
     task : {"classification", "regression"}
     params : dict
-        Estimator parameters that rebuild the search: ``metric, cv, random_state, include, sampler, pruning``.
+        Estimator parameters that rebuild the search: ``metric, cv, random_state, validation, include, sampler,
+        pruning`` (``cv`` is 1 for a holdout, unused then).
     search_key : str
         Digest of the data, folds and metric (:func:`automl.search.search_key`).
     fingerprint : str
@@ -133,7 +134,7 @@ class SharedSearch:
         return cls(
             task=task,
             params={"metric": setup.metric.name, "cv": len(setup.folds), "random_state": int(setup.seed),
-                    **settings},
+                    "validation": setup.validation, **settings},
             search_key=setup.search_key, fingerprint=setup.profile.fingerprint,
             n_samples=int(setup.profile.n_samples), n_startup_trials=n_startup_trials, max_trials=max_trials,
             deadline=deadline, grace=grace,
@@ -261,8 +262,10 @@ class SharedSearch:
         return make_sampler(self.params["sampler"], (self.params["random_state"] + stream) % 2**32,
                             self.n_startup_trials)
 
-    def pruner(self):
-        return make_pruner(self.params["pruning"], self.params["cv"])
+    def pruner(self, setup):
+        """Hyperband over the rungs of ``setup``'s folds (folds, or a holdout's rows), or no pruning."""
+        low, high = resource_range(setup.folds)
+        return make_pruner(self.params["pruning"], high, low)
 
     def setup(self, X, y):
         """This search's setup rebuilt from a worker's copy of the data (:func:`automl.search.prepare_search`).
@@ -275,7 +278,7 @@ class SharedSearch:
         """
         p = self.params
         setup = prepare_search(X, y, task=self.task, metric=p["metric"], cv=p["cv"], random_state=p["random_state"],
-                               include=p["include"])
+                               include=p["include"], validation=p.get("validation", "cv"))
         if setup.search_key != self.search_key:
             profile = setup.profile
             same = profile.fingerprint == self.fingerprint
@@ -287,7 +290,7 @@ class SharedSearch:
         return setup
 
     def objective(self, setup, oof_dir, deadline):
-        """The CV objective on ``setup`` (see :func:`automl.search.prepare_search`)."""
+        """The objective on ``setup`` (see :func:`automl.search.prepare_search`): k-fold CV or a holdout."""
         return CVObjective(setup.X, setup.y, setup.folds, setup.profile, setup.specs, setup.metric, oof_dir,
                            deadline, setup.seed, search_key=self.search_key)
 

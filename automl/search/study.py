@@ -64,14 +64,17 @@ def make_sampler(kind="tpe", seed=None, n_startup_trials=10):
 PRUNING_MIN_RESOURCE = 1
 
 
-def make_pruner(pruning, n_folds):
-    """Hyperband over folds (Li et al., JMLR 2018; Optuna's ``HyperbandPruner``), or no pruning.
+def make_pruner(pruning, n_folds, min_resource=None):
+    """Hyperband (Li et al., JMLR 2018; Optuna's ``HyperbandPruner``) over folds or rows, or no pruning.
 
     Parameters
     ----------
     pruning : bool
     n_folds : int
-        The maximum resource: a trial that runs every fold is complete.
+        The maximum resource: a trial that reaches it is complete. Folds for k-fold CV; for a holdout,
+        the last row step (27, see :func:`automl.search.resource_range`).
+    min_resource : int or None, default=None
+        The first rung. None: :data:`PRUNING_MIN_RESOURCE` folds (at most ``n_folds``).
 
     Returns
     -------
@@ -79,13 +82,13 @@ def make_pruner(pruning, n_folds):
 
     Notes
     -----
-    The portfolio's trials are not pruned (:func:`automl.search.is_prunable`), but their fold
-    scores fill the rungs, so they set the bar the sampled trials must pass.
+    The portfolio's trials are not pruned (:func:`automl.search.is_prunable`), but their scores
+    fill the rungs, so they set the bar the sampled trials must pass.
     """
     if not pruning:
         return optuna.pruners.NopPruner()
-    return optuna.pruners.HyperbandPruner(min_resource=min(PRUNING_MIN_RESOURCE, n_folds), max_resource=n_folds,
-                                          reduction_factor=3)
+    low = min(PRUNING_MIN_RESOURCE, n_folds) if min_resource is None else min_resource
+    return optuna.pruners.HyperbandPruner(min_resource=low, max_resource=n_folds, reduction_factor=3)
 
 
 def open_storage(storage, workdir, heartbeat=(HEARTBEAT_INTERVAL, HEARTBEAT_GRACE)):
@@ -273,9 +276,13 @@ def _leaderboard_row(trial, weight):
 
 
 def _note(trial, folds):
+    rows = trial.user_attrs.get("rows")  # a holdout trial: its resource is rows
     if trial.state == TrialState.PRUNED:
         by = "the time budget" if trial.user_attrs.get("stopped") else "Hyperband"
-        return f"stopped by {by} after {folds} fold(s)"
+        if rows is None:
+            return f"stopped by {by} after {folds} fold(s)"
+        kept = trial.user_attrs.get("model_rows")
+        return f"stopped by {by} after {rows:,} rows" + ("; its model on them is an ensemble candidate" if kept else "")
     if trial.state == TrialState.FAIL and "error" not in trial.user_attrs:
         # Optuna fails a trial without a word when its heartbeat stops or the process is interrupted.
         return "failed with no error recorded: its worker was interrupted, killed or cut off (no heartbeat)"

@@ -123,7 +123,7 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
                                _StopWhenClosed(shared.search_key)) if cb is not None]
     result = run_search(
         shared.objective(setup, oof_dir, deadline), storage=storage, study_name=study_name, sampler=sampler,
-        pruner=shared.pruner(), max_trials=shared.max_trials, deadline=deadline, n_jobs=n_jobs,
+        pruner=shared.pruner(setup), max_trials=shared.max_trials, deadline=deadline, n_jobs=n_jobs,
         callbacks=callbacks, oof_dir=None, grace=shared.grace, wait_for_others=False,
     )
     ours = [t for t in result.study.get_trials(deepcopy=False) if t.user_attrs.get("launch") == result.launch]

@@ -10,6 +10,7 @@ trials that had it. :func:`rebuild` replays a parameter dict through the same co
 
 import numpy as np
 import optuna
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import KFold, StratifiedKFold
@@ -193,6 +194,57 @@ def rebuild(params, profile, specs, random_state=None):
         If ``params`` lacks a knob the branch needs (Optuna's FixedTrial names it).
     """
     return suggest_pipeline(optuna.trial.FixedTrial(params), profile, specs, random_state)
+
+
+# Knobs that count training rows (or, for XGBoost, a hessian sum, which grows with them): a leaf's minimum.
+ROW_COUNT_PARAMS = ("min_samples_leaf", "min_child_samples", "min_child_weight")
+# Knobs that set a model's threads: scikit-learn, LightGBM and XGBoost say n_jobs, CatBoost thread_count.
+THREAD_PARAMS = ("n_jobs", "thread_count")
+
+
+def _model_params(pipeline, names):
+    """The model step's parameters among ``names``, by their full name (``model__...`` or ``regressor__model__...``)."""
+    return {key: value for key, value in pipeline.get_params(deep=True).items()
+            if key.rpartition("__")[2] in names and key.rpartition("__")[0].endswith("model")}
+
+
+def at_rows(pipeline, fraction):
+    """``pipeline`` for a fit on ``fraction`` of the rows: its row-counting knobs scaled by ``fraction``.
+
+    A leaf's minimum size is a share of the rows in disguise: 20 rows of 720,000 allow leaves 27 times
+    finer than 20 rows of a 1/27 subsample. Scaled, a configuration keeps the shape it will have on
+    all rows, so a rung on fewer rows judges the same model, smaller (the trap a row resource sets for
+    successive halving: unscaled, small rungs would favour large leaves).
+
+    Parameters
+    ----------
+    pipeline : Pipeline or TransformedTargetRegressor
+        From :func:`suggest_pipeline`; not modified.
+    fraction : float
+        In (0, 1]; 1 returns ``pipeline`` itself.
+
+    Returns
+    -------
+    pipeline : Pipeline or TransformedTargetRegressor
+        A clone with :data:`ROW_COUNT_PARAMS` of the model step scaled (integers rounded, at least 1).
+    """
+    if fraction >= 1.0:
+        return pipeline
+    scaled = {key: max(1, round(value * fraction)) if isinstance(value, (int, np.integer)) else value * fraction
+              for key, value in _model_params(pipeline, ROW_COUNT_PARAMS).items()
+              if isinstance(value, (int, float, np.number)) and not isinstance(value, bool)}
+    return clone(pipeline).set_params(**scaled)
+
+
+def set_threads(pipeline, threads):
+    """Set the model step's thread count (:data:`THREAD_PARAMS`) to ``threads``, in place; return ``pipeline``.
+
+    Only the model's, and only where its builder pinned a number (forests, LightGBM, XGBoost, CatBoost):
+    a ColumnTransformer's ``n_jobs`` would start processes for each transformer, and scikit-learn 1.8
+    warns that LogisticRegression's has no effect.
+    """
+    found = {k: v for k, v in _model_params(pipeline, THREAD_PARAMS).items() if isinstance(v, int)}
+    return pipeline.set_params(**{key: threads for key in found}) if found else pipeline
 
 
 # Preprocessing of the portfolio's starting configurations: the choices a practitioner makes first.

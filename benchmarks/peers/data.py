@@ -19,9 +19,17 @@ from sklearn.metrics import (accuracy_score, log_loss, mean_absolute_error, r2_s
 from sklearn.model_selection import train_test_split
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+# Tables of 100k+ rows (issue 25), kept apart so that the small suites stay fast.
+LARGE_DIR = DATA_DIR / "large"
 CLASSIFICATION = ("binary", "multiclass")
 REGRESSION = ("regression",)
 TEST_SIZE = 0.25
+# Large tables hold out 20%: 100,000 test rows at 500k are plenty, and the fit keeps more.
+LARGE_TEST_SIZE = 0.20
+# Synthetic binary tables by row count (synthetic_table); generated, not stored.
+SYNTHETIC = {"synthetic-100k": 100_000, "synthetic-1m": 1_000_000, "synthetic-5m": 5_000_000}
+# Views of a stored table under another name: (table, how the target is turned).
+VIEWS = {"kddcup99-binary": ("kddcup99", lambda y: (y == "normal").map({True: "normal", False: "attack"}))}
 
 
 def manifest(data_dir=DATA_DIR, tasks=CLASSIFICATION):
@@ -30,24 +38,77 @@ def manifest(data_dir=DATA_DIR, tasks=CLASSIFICATION):
     return table[table["task"].isin(tasks)].set_index("name")
 
 
+def large_names(data_dir=DATA_DIR):
+    """The large tables: large/MANIFEST.csv's, their views, and the synthetic ones."""
+    stored = list(manifest(Path(data_dir) / "large", CLASSIFICATION + REGRESSION).index)
+    return stored + list(VIEWS) + list(SYNTHETIC)
+
+
 def load(name, data_dir=DATA_DIR):
     """Features, target and task.
 
     Classification labels become strings (kc1's load as bool, others as int or str: strings are the
     one type all peers accept); a regression target becomes float64 (abalone's rings load as int).
+    Rows whose target is missing (beijing-air's PM2.5 on 8,739 rows) are dropped: no system can
+    learn from them or be scored on them.
     """
-    row = manifest(data_dir, CLASSIFICATION + REGRESSION).loc[name]
-    frame = pd.read_csv(Path(data_dir) / row["file"])
+    if name in SYNTHETIC:
+        return synthetic_table(SYNTHETIC[name])
+    table, relabel = VIEWS.get(name, (name, None))
+    tasks = CLASSIFICATION + REGRESSION
+    small = manifest(data_dir, tasks)
+    where = Path(data_dir) if table in small.index else Path(data_dir) / "large"
+    row = (small if table in small.index else manifest(where, tasks)).loc[table]
+    frame = pd.read_csv(where / row["file"])
+    frame = frame[frame[row["target"]].notna()].reset_index(drop=True)
     kind = float if row["task"] in REGRESSION else str
     y = frame[row["target"]].astype(kind).rename(row["target"])
-    return frame.drop(columns=[row["target"]]), y, row["task"]
+    task = row["task"]
+    if relabel is not None:
+        y, task = relabel(y).rename(row["target"]), "binary"
+    return frame.drop(columns=[row["target"]]), y, task
+
+
+def test_size(n_rows):
+    """The held-out share: 25%, or 20% for a table of 100,000 rows or more."""
+    return LARGE_TEST_SIZE if n_rows >= 100_000 else TEST_SIZE
 
 
 def split(X, y, seed, task):
-    """The 75/25 split of the protocol (train_test_split, random_state=seed): stratified on the labels
-    for classification, plainly shuffled for regression."""
+    """The split of the protocol (train_test_split, random_state=seed, ``test_size(len(y))`` held out):
+    stratified on the labels for classification, plainly shuffled for regression."""
     stratify = None if task in REGRESSION else y
-    return train_test_split(X, y, test_size=TEST_SIZE, stratify=stratify, random_state=seed)
+    return train_test_split(X, y, test_size=test_size(len(y)), stratify=stratify, random_state=seed)
+
+
+def synthetic_table(n_rows, seed=0):
+    """A binary table like the one of issue 25: 30 features, 4 of them string categoricals (5, 20, 60 and
+    200 levels), 3% of the cells missing; the same for every venv given the seed (NumPy's PCG64).
+
+    The label is a noisy logistic function of 10 of the 26 numeric columns (linear terms, two
+    interactions, a threshold, a sine), of the categoricals' level effects and of an interaction of a
+    categorical with a numeric column, so that trees, linear models and their tuning all matter; the
+    other numeric columns are noise or correlated copies.
+    """
+    levels = (5, 20, 60, 200)
+    # The level effects come from their own stream, drawn before any row: every size is the same concept.
+    concept = np.random.default_rng([seed, 0])
+    effects = [concept.normal(0, 0.8, k) for k in levels]
+    rng = np.random.default_rng([seed, 1])
+    numeric = rng.standard_normal((n_rows, 26)).astype(np.float32)
+    numeric[:, 20:] = numeric[:, :6] * 0.8 + 0.6 * numeric[:, 20:]  # correlated copies
+    codes = [rng.zipf(1.3, n_rows) % k for k in levels]  # skewed level frequencies
+    x = numeric
+    logit = (0.9 * x[:, 0] - 0.7 * x[:, 1] + 0.5 * x[:, 2] * x[:, 3] + 1.2 * (x[:, 4] > 0.5)
+             + np.sin(2 * x[:, 5]) + 0.4 * x[:, 6] ** 2 - 0.6 * np.abs(x[:, 7]) + 0.3 * x[:, 8] * x[:, 9]
+             + sum(e[c] for e, c in zip(effects, codes)) + 0.5 * x[:, 0] * (codes[0] == 1) - 0.8)
+    y = np.where(rng.random(n_rows) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    frame = pd.DataFrame(numeric, columns=[f"x{i}" for i in range(26)])
+    for i, (k, c) in enumerate(zip(levels, codes)):
+        frame[f"c{i}"] = pd.Series(np.array([f"L{j}" for j in range(k)], dtype=object)[c])
+    missing = rng.random(frame.shape) < 0.03
+    frame = frame.mask(missing)
+    return frame, pd.Series(y, name="label"), "binary"
 
 
 def split_hash(y_test):

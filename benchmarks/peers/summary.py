@@ -291,7 +291,7 @@ def summarize(csv_path, datasets=None, seeds=None):
     if seeds is not None:
         frame = frame[frame["seed"].isin(seeds)]
         chosen += f" Seeds: {' '.join(map(str, seeds))}."
-    header = ["# automl vs peers: scores on the held-out 25% of each split",
+    header = ["# automl vs peers: scores on the held-out rows of each split (25%; 20% of tables of 100k+ rows)",
               f"From `{_shown(csv_path)}` ({len(frame)} runs).{chosen} "
               "Protocol and rules: benchmarks/README.md. A failed run counts as the constant predictor."]
     regression = frame["task"] == REGRESSION

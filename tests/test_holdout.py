@@ -1,0 +1,222 @@
+"""Tests of the holdout search for large tables: rows as Hyperband's resource (search/objective.py, search/setup.py),
+row-counting knobs and threads (space/pipeline.py), trials stopped after a rung as ensemble candidates (search/run.py),
+the progress line, and the fit that uses them (estimators/base.py)."""
+
+import io
+import time
+
+import joblib
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from optuna.trial import TrialState
+from sklearn.frozen import FrozenEstimator
+
+from automl import AutoClassifier, AutoRegressor
+from automl.checks import check_before_search
+from automl.data import check_training_data
+from automl.search import (
+    CVObjective, ProgressLine, SharedSearch, load_oof, make_pruner, model_path, oof_path, prepare_search,
+    resource_range, scored_rows,
+)
+from automl.search import objective as objective_module
+from automl.search import setup as search_setup
+from automl.space import at_rows, rebuild, resolve_components, set_threads
+
+FIT = dict(time_budget=None, n_jobs=1, random_state=0, tracking=False, verbose=0)
+
+
+@pytest.fixture(scope="module")
+def phoneme(load_shared):
+    return load_shared("phoneme.csv", "Class")  # 5,404 rows, 5 numeric columns, binary
+
+
+def _wide_rows(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    return X, (X["a"] + rng.normal(size=n) > 0).astype(int)
+
+
+def test_rungs_are_nested_stratified_prefixes_that_hold_every_class():
+    y = np.array([0] * 20250 + [1] * 6075 + [2] * 675 + [3] * 2)  # a class of 2 rows, as kddcup99 has
+    train = np.arange(len(y))
+    rungs = objective_module.row_rungs(train, y, seed=0)
+    assert [step for step, _ in rungs] == [1, 3, 9, 27]
+    assert [len(rows) for _, rows in rungs] == [len(y) * s // 27 for s in (1, 3, 9, 27)]
+    for (_, small), (_, large) in zip(rungs, rungs[1:]):
+        assert np.array_equal(large[:len(small)], small)  # each rung is a prefix of the next
+    for _, rows in rungs:
+        share = np.bincount(y[rows], minlength=4) / len(rows)
+        assert set(y[rows]) == {0, 1, 2, 3}
+        assert share[:3] == pytest.approx([0.75, 0.225, 0.025], abs=0.003)
+    again = objective_module.row_rungs(train, y, seed=0)
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(rungs, again))
+    assert not np.array_equal(objective_module.row_rungs(train, y, seed=1)[0][1], rungs[0][1])
+
+
+def test_rungs_below_the_minimum_rows_are_skipped():
+    assert objective_module.row_steps(27 * 1000) == [1, 3, 9, 27]
+    assert objective_module.row_steps(4864) == [9, 27]       # phoneme's training part
+    assert objective_module.row_steps(500) == [27]             # one rung: the whole training part
+    folds = [(np.arange(4864), np.arange(4864, 5404))]
+    assert resource_range(folds) == (9, 27)
+    assert resource_range([(None, np.arange(3))] * 5) == (None, 5)
+    pruner = make_pruner(True, 27, 9)
+    assert (pruner._min_resource, pruner._max_resource) == (9, 27)
+
+
+def test_at_rows_scales_the_knobs_that_count_rows_and_nothing_else(phoneme):
+    X, y = phoneme
+    X, y, _, profile = check_training_data(X, y, n_folds=2)
+    specs = resolve_components(include=["hgb", "lgbm", "rf"], profile=profile)
+    hgb = rebuild({"model": "hgb", "model.hgb.learning_rate": 0.1, "model.hgb.max_leaf_nodes": 31,
+                   "model.hgb.min_samples_leaf": 40, "model.hgb.l2_regularization": 1e-8,
+                   "model.hgb.max_features": 1.0}, profile, specs, 0)
+    third = at_rows(hgb, 1 / 3)
+    assert third.get_params()["model__min_samples_leaf"] == 13
+    assert third.get_params()["model__learning_rate"] == 0.1
+    assert hgb.get_params()["model__min_samples_leaf"] == 40  # the original is left alone
+    assert at_rows(hgb, 1 / 100).get_params()["model__min_samples_leaf"] == 1
+    assert at_rows(hgb, 1.0) is hgb
+
+
+def test_set_threads_reaches_the_model_only():
+    X, y = _wide_rows(200)
+    X["k"] = np.where(y == 1, "u", "v")
+    _, _, _, profile = check_training_data(X, y, n_folds=2)
+    specs = resolve_components(include=["lgbm", "logreg"], profile=profile)
+    lgbm = rebuild({"model": "lgbm", "encoder": "onehot", "encoder.onehot.min_frequency": 0.01,
+                    **{f"model.lgbm.{k}": v for k, v in dict(
+                        n_estimators=20, learning_rate=0.1, subsample=1.0, colsample_bytree=1.0, reg_lambda=1e-8,
+                        num_leaves=8, min_child_samples=5).items()}}, profile, specs, 0)
+    params = set_threads(lgbm, 3).get_params()
+    assert params["model__n_jobs"] == 3 and params["preprocess__n_jobs"] is None
+    logreg = rebuild({"model": "logreg", "encoder": "onehot", "encoder.onehot.min_frequency": 0.01,
+                      "scaler": "standard", "imputer.numeric": "median", "model.logreg.C": 1.0}, profile, specs, 0)
+    assert set_threads(logreg, 3).get_params()["model__n_jobs"] is None  # no effect since scikit-learn 1.8
+
+
+def test_auto_validation_holds_out_rows_from_flamls_threshold(monkeypatch):
+    X, y = _wide_rows(search_setup.HOLDOUT_MIN_ROWS)
+    setup = prepare_search(X, y, random_state=0)
+    [(train, test)] = setup.folds
+    assert setup.validation == "holdout"
+    assert len(test) == 10_000 and len(train) == 90_000 and np.all(np.diff(test) > 0)
+    assert y.iloc[test].mean() == pytest.approx(y.mean(), abs=1e-4)  # stratified
+    assert len(prepare_search(X, y, random_state=0, validation="cv").folds) == 5
+    small = prepare_search(X.iloc[:5000], y.iloc[:5000], random_state=0)
+    assert small.validation == "cv" and len(small.folds) == 5
+    # By cells: as many columns as make rows x columns reach the threshold.
+    monkeypatch.setattr(search_setup, "HOLDOUT_MIN_CELLS", 5000 * 3)
+    assert prepare_search(X.iloc[:5000], y.iloc[:5000], random_state=0).validation == "holdout"
+    # At most HOLDOUT_MAX_ROWS rows are held out.
+    monkeypatch.setattr(search_setup, "HOLDOUT_MAX_ROWS", 2_000)
+    assert len(prepare_search(X, y, random_state=0).folds[0][1]) == 2_000
+
+
+class _Clock:
+    """``time.time()`` that moves on 10 s per call: a fit 'takes' 10 s whatever the machine."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def time(self):
+        self.now += 10.0
+        return self.now
+
+
+def test_a_trial_stopped_by_the_budget_after_a_rung_keeps_its_model(phoneme, tmp_path, monkeypatch):
+    X, y = phoneme
+    setup = prepare_search(X, y, random_state=0, include=["hgb"], validation="holdout")
+    objective = CVObjective(setup.X, setup.y, setup.folds, setup.profile, setup.specs, setup.metric, tmp_path,
+                            random_state=0, search_key=setup.search_key)
+    clock = _Clock()
+    monkeypatch.setattr(objective_module, "time", clock)
+    # The first rung starts (before the deadline); it 'took' 10 s, so the next, 3x the rows, would end past it.
+    objective.deadline = clock.now + 35.0
+    study = optuna.create_study(direction="maximize")
+    study.optimize(objective, n_trials=1)
+    trial = study.trials[0]
+    assert trial.state == TrialState.PRUNED and trial.user_attrs["stopped"] == "time budget"
+    assert trial.user_attrs["model_rows"] == trial.user_attrs["rows"] == 4864 * 9 // 27
+    holdout = scored_rows(setup.folds)
+    pred = np.load(oof_path(tmp_path, 0))
+    assert pred.shape == (len(holdout), 2)
+    model = joblib.load(model_path(tmp_path, 0))
+    assert np.allclose(model.predict_proba(setup.X.iloc[holdout]), pred)
+    assert setup.metric(setup.y[holdout], pred) == pytest.approx(trial.user_attrs["fold_scores"][0])
+    assert list(load_oof(study, tmp_path, setup.search_key)) == [0]
+    # A deadline already past: not even the first rung starts, and nothing is left behind.
+    objective.deadline = clock.now - 1.0
+    study.optimize(objective, n_trials=1)
+    assert study.trials[1].state == TrialState.PRUNED and not oof_path(tmp_path, 1).exists()
+    assert list(load_oof(study, tmp_path, setup.search_key)) == [0]
+
+
+def test_a_holdout_fit_ensembles_the_trials_own_models_and_repeats(phoneme):
+    X, y = phoneme
+    model = AutoClassifier(**FIT, n_trials=6, include=["hgb", "logreg"], validation="holdout").fit(X, y)
+    board = model.leaderboard_
+    assert model.validation_ == "holdout"
+    assert (board["folds"] <= 1).all() and board["std"].isna().all()
+    assert all(isinstance(member, FrozenEstimator) for member in model.ensemble_.estimators_)
+    assert np.isclose(model.ensemble_.weights_.sum(), 1.0)
+    holdout = 5404 - 4864
+    candidates = board[board["trial"].isin(model.ensemble_candidates_)]
+    assert model.best_single_oof_score_ == pytest.approx(candidates["mean"].max())
+    assert len(model.ensemble_candidates_) >= 2 and model.ensemble_score_ >= model.best_single_oof_score_ - 1e-12
+    proba = model.predict_proba(X.iloc[:holdout])
+    assert proba.shape == (holdout, 2) and np.allclose(proba.sum(axis=1), 1.0)
+    again = AutoClassifier(**FIT, n_trials=6, include=["hgb", "logreg"], validation="holdout").fit(X, y)
+    pd.testing.assert_frame_equal(board.drop(columns="seconds"), again.leaderboard_.drop(columns="seconds"))
+
+
+def test_a_holdout_regression_fit(load_shared):
+    X, y = load_shared("kin8nm.csv", "y")
+    model = AutoRegressor(**FIT, n_trials=3, include=["hgb", "ridge"], validation="holdout").fit(X, y)
+    assert model.validation_ == "holdout" and np.isfinite(model.best_score_)
+    assert model.predict(X.iloc[:5]).shape == (5,)
+
+
+def test_the_leak_check_scores_columns_on_its_own_folds_under_a_holdout(phoneme):
+    X, y = phoneme
+    setup = prepare_search(X.assign(copy=(y == y.iloc[0]).astype(float)), y, random_state=0, validation="holdout")
+    with pytest.warns(Warning):
+        report = check_before_search(setup.X, setup.y, setup.profile, setup.folds, 0, "warn")
+    assert [(f.column, f.kind) for f in report.findings if f.severity == "high"] == [("copy", "target_leakage")]
+
+
+def test_a_worker_rebuilds_the_holdout_of_the_fit(phoneme, tmp_path):
+    X, y = phoneme
+    setup = prepare_search(X, y, random_state=3, validation="holdout")
+    shared = SharedSearch.of(setup, task="classification", settings={"include": None, "sampler": "tpe",
+                                                                     "pruning": True},
+                             n_startup_trials=10, storage=optuna.storages.InMemoryStorage(), oof_dir=tmp_path,
+                             deadline=None, max_trials=None)
+    rebuilt = shared.setup(X, y)
+    assert rebuilt.validation == "holdout" and rebuilt.search_key == setup.search_key
+    assert isinstance(shared.pruner(rebuilt), optuna.pruners.HyperbandPruner)
+
+
+def test_the_progress_line_counts_trials_stopped_by_the_budget_apart():
+    study = optuna.create_study(direction="maximize")
+    for state, attrs in [(TrialState.COMPLETE, {}), (TrialState.PRUNED, {}), (TrialState.PRUNED, {"stopped": "t"}),
+                         (TrialState.COMPLETE, {"search_key": "other"})]:
+        study.add_trial(optuna.trial.create_trial(state=state, value=0.7 if state == TrialState.COMPLETE else None,
+                                                  user_attrs={"search_key": "ours", **attrs},
+                                                  intermediate_values={1: 0.5}))
+    stream = io.StringIO()
+    ProgressLine(stream=stream, search_key="ours").show(study, "final stage")
+    assert stream.getvalue() == ("[automl] trials 1 done, 1 pruned, 1 stopped by the budget, 0 failed | best 0.7000 | "
+                                 "final stage\n")
+
+
+def test_the_progress_line_ticks_while_the_search_runs(tmp_path):
+    storage = optuna.storages.InMemoryStorage()
+    optuna.create_study(study_name="s", storage=storage)
+    stream = io.StringIO()
+    with ProgressLine(stream=stream).every(0.05, storage, "s"):
+        time.sleep(0.5)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "[automl] trials 0 done, 0 pruned, 0 failed | best nan" and len(lines) >= 3
