@@ -24,7 +24,7 @@ from sklearn.utils import check_random_state
 
 from .leakage import (
     BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, LeakageReport, LeakFinding, _by_level, _duplicate_findings, _round,
-    _sample_note, identifier_scan, restrict_folds,
+    _sample_note, _stratified, identifier_scan, restrict_folds,
 )
 
 NEAR_EXACT_R2 = 0.98
@@ -47,7 +47,8 @@ def check_regression_leakage(X, y, profile, folds, *, random_state=None):
     folds : list of (ndarray, ndarray)
         The search's shared (train, test) index pairs; at most ``MAX_FOLDS`` are scored.
     random_state : int, RandomState instance or None, default=None
-        Seed of the row sample (at most ``MAX_ROWS`` rows, drawn at random).
+        Seed of the row sample (at most ``MAX_ROWS`` rows, drawn at random from the scored folds' test
+        parts in proportion).
 
     Returns
     -------
@@ -68,9 +69,7 @@ def check_regression_leakage(X, y, profile, folds, *, random_state=None):
     """
     y = np.asarray(y, dtype=float)
     findings = _duplicate_findings(X, y, folds)
-    rng = check_random_state(random_state)
-    sample = np.sort(rng.permutation(len(y))[:MAX_ROWS])
-    rows, sub_folds = restrict_folds(sample, folds[:MAX_FOLDS], len(y))
+    rows, sub_folds = _sample_rows(len(y), folds[:MAX_FOLDS], check_random_state(random_state))
     Xs, ys = X.iloc[rows].reset_index(drop=True), y[rows]
     scope = {"n_rows_scored": len(rows), "n_rows": len(y), "n_folds_scored": len(sub_folds)}
     identifiers, candidates = identifier_scan(X, profile, _identifier_finding, (Xs, ys, sub_folds, scope))
@@ -78,6 +77,19 @@ def check_regression_leakage(X, y, profile, folds, *, random_state=None):
     findings += _target_findings(Xs[candidates], ys, sub_folds, scope)
     findings.sort(key=lambda f: f.severity != "high")
     return LeakageReport(tuple(findings))
+
+
+def _sample_rows(n_rows, folds, rng):
+    """At most about MAX_ROWS rows, in proportion from each fold's test part, and the folds restricted to them.
+
+    Drawn by fold, not as the first rows of a seeded permutation: KFold and ShuffleSplit seeded alike
+    put the same first rows in the first test part, which then held the whole sample and left its
+    training part empty (a ValueError on any regression fit from 50,000 rows).
+    """
+    part = np.full(n_rows, -1)
+    for k, (_, test) in enumerate(folds):
+        part[test] = k
+    return restrict_folds(_stratified(part, MAX_ROWS, rng), folds, n_rows)
 
 
 def _column_r2(values, y, folds, by_level):

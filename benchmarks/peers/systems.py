@@ -169,6 +169,9 @@ SYSTEMS = {
     "ours-pruning": ("main", _ours(pruning=True)),
     "ours-rung2": ("main", _ours_first_rung(2)),
     "ours-single": ("main", _ours(ensemble_size=1)),
+    # Where the switch from k-fold CV to a holdout pays (issue 25): either one forced, at any size.
+    "ours-holdout": ("main", _ours(validation="holdout")),
+    "ours-cv": ("main", _ours(validation="cv")),
     "hgb": ("main", hgb),
     "lgbm": ("main", lgbm),
     "flaml": ("flaml", flaml),
