@@ -39,7 +39,8 @@ def _add_search_arguments(p):
     p.add_argument("--metric", default=None)
     p.add_argument("--cv", type=int, default=5)
     p.add_argument("--validation", choices=["auto", "cv", "holdout"], default="auto",
-                   help="default auto: a holdout (rows as Hyperband's resource) from 100,000 rows, else --cv folds")
+                   help="default auto: a holdout (rows as Hyperband's resource) from 100,000 rows or 10 million "
+                        "cells, else --cv folds")
     p.add_argument("--n-jobs", type=int, default=1, help="worker processes of each search")
     p.add_argument("--random-state", type=int, default=None)
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")

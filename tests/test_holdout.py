@@ -12,12 +12,14 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import StratifiedKFold
 
 from automl import AutoClassifier, AutoRegressor
 from automl.checks import check_before_search
 from automl.data import check_training_data
+from automl.ensemble import beats_constant
 from automl.search import (
-    CVObjective, ProgressLine, SharedSearch, load_oof, make_pruner, model_path, oof_path, prepare_search,
+    CVObjective, ProgressLine, SharedSearch, get_metric, load_oof, make_pruner, model_path, oof_path, prepare_search,
     resource_range, scored_rows,
 )
 from automl.search import objective as objective_module
@@ -220,3 +222,27 @@ def test_the_progress_line_ticks_while_the_search_runs(tmp_path):
         time.sleep(0.5)
     lines = stream.getvalue().splitlines()
     assert lines[0] == "[automl] trials 0 done, 0 pruned, 0 failed | best nan" and len(lines) >= 3
+
+
+def test_the_holdout_holds_every_class_even_a_rare_one(phoneme):
+    X, y = phoneme
+    y = y.astype(str).where(np.arange(len(y)) >= 3, "rare")  # a class of 3 rows: a stratified 10% holds none
+    setup = prepare_search(X, y, random_state=0, validation="holdout")
+    [(train, test)] = setup.folds
+    assert set(setup.y[test]) == set(setup.y[train]) == {0, 1, 2}
+    assert len(np.intersect1d(train, test)) == 0 and len(train) + len(test) == len(y)
+
+
+def test_a_holdout_refuses_a_splitter_it_would_ignore(phoneme):
+    X, y = phoneme
+    with pytest.raises(ValueError, match="validation='holdout' makes its own split"):
+        AutoClassifier(**FIT, n_trials=1, validation="holdout", cv=StratifiedKFold(3)).fit(X, y)
+
+
+def test_an_ensemble_is_judged_against_the_constant_prediction():
+    y = np.array([0, 0, 0, 1] * 50)
+    folds = [(np.arange(100), np.arange(100, 200))]
+    auc, log_loss = get_metric("roc_auc", 2), get_metric("log_loss", 2)
+    assert beats_constant(0.51, y, folds, auc) and not beats_constant(0.5, y, folds, auc)
+    prior = log_loss(y[100:], np.tile([0.75, 0.25], (100, 1)))
+    assert beats_constant(prior - 0.01, y, folds, log_loss) and not beats_constant(prior + 0.01, y, folds, log_loss)

@@ -7,14 +7,14 @@ left, refit; or the fallback model when no trial finished.
 """
 
 from .final_fit import (
-    build_ensemble, final_fit_costs, final_fit_seconds, fit_fallback, members_in_time, schedule_seconds,
+    beats_constant, build_ensemble, final_fit_costs, final_fit_seconds, fit_fallback, members_in_time, schedule_seconds,
     select_members, use_fallback,
 )
 from .selection import EnsembleSelection, weighted_average
 from .voting import WeightedEnsembleClassifier, WeightedEnsembleRegressor
 
 __all__ = [
-    "EnsembleSelection", "WeightedEnsembleClassifier", "WeightedEnsembleRegressor", "build_ensemble",
+    "EnsembleSelection", "WeightedEnsembleClassifier", "WeightedEnsembleRegressor", "beats_constant", "build_ensemble",
     "final_fit_costs", "final_fit_seconds", "fit_fallback", "members_in_time", "schedule_seconds",
     "select_members", "use_fallback", "weighted_average",
 ]

@@ -9,6 +9,8 @@ finished, :func:`fit_fallback` gives the fit a model all the same.
 import logging
 import warnings
 
+import numpy as np
+
 from ..exceptions import NoSuccessfulTrialsError
 from ..search import scored_rows
 from .selection import EnsembleSelection, weighted_average
@@ -53,7 +55,7 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     hillclimb_y = y[scored_rows(folds)]
     selection, chosen = select_members(result, hillclimb_y, metric, ensemble_size, random_state)
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
-    if seconds_left is not None:
+    if seconds_left is not None and len(folds) > 1:  # a holdout's members are fitted already: nothing to trim
         costs = final_fit_costs(result, chosen, final_fit, len(folds))
         chosen = members_in_time(chosen, costs, seconds_left, n_jobs)
     members = [build(trials[n]) for n in chosen]
@@ -63,6 +65,23 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     kept = metric(hillclimb_y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
     best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
     return ensemble.fit(X, y), chosen, (kept, best_single)
+
+
+def beats_constant(score, y, folds, metric):
+    """Whether ``score`` on the hillclimb set beats a constant prediction there.
+
+    The constant is the training part's class prior (or mean, for regression) of the first fold,
+    scored on the rows the folds score (:func:`automl.search.scored_rows`): ROC AUC 0.5, the prior's
+    log loss, the mean's RMSE.
+    """
+    rows, train = scored_rows(folds), np.asarray(folds[0][0])
+    if metric.task == "regression":
+        constant = np.full(len(rows), float(np.mean(y[train])))
+    else:
+        prior = np.bincount(y[train], minlength=int(y.max()) + 1) / len(train)
+        constant = np.tile(prior, (len(rows), 1))
+    baseline = metric(y[rows], constant)
+    return score > baseline if metric.greater_is_better else score < baseline
 
 
 def select_members(result, y, metric, ensemble_size, random_state):

@@ -22,8 +22,10 @@ PARAMETERS_DOC = """
         one seeded, stratified holdout of 10% of the rows (at most 100,000), the trials trained on
         1/27, 1/9, 1/3 and all of the rest, which are Hyperband's rungs; the ensemble is made of the
         trials' own fitted models (no refit; ``final_fit`` is ignored), and a trial the time budget
-        stops after a rung is a candidate with its model of that rung. "auto": a holdout from
-        100,000 rows or 10 million cells with an int ``cv`` (FLAML's switch), else CV.
+        stops after a rung is a candidate with its model of that rung; an ensemble worse than a
+        constant prediction on the holdout is replaced by the fallback model. With a CV splitter as
+        ``cv`` it raises ``ValueError``. "auto": a holdout from 100,000 rows or 10 million cells with
+        an int ``cv`` (FLAML's switch), else CV. A splitter of one split is a holdout too.
     n_jobs : int, default=1
         Worker processes sharing the study; threads per model are the cores shared out between
         them. A holdout search runs one process whose models use the threads of all ``n_jobs``

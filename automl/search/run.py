@@ -11,10 +11,8 @@ import concurrent.futures
 import logging
 import os
 import sys
-import threading
 import time
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -27,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from .liveness import SignedObjective, fail_dead, fail_running, finished_elsewhere, wait_for_running
 from .objective import oof_path
 from .study import _STARTED, count_started, quiet_optuna
-from .threads import threads_per_job
+from .threads import repeating, threads_per_job
 
 logger = logging.getLogger(__name__)
 
@@ -332,21 +330,7 @@ class ProgressLine:
         )
         stream.flush()
 
-    @contextmanager
     def every(self, seconds, storage, study_name):
-        """Show the line at the start and every ``seconds`` while the block runs (a daemon thread)."""
-        stop = threading.Event()
+        """Show the line at the start and every ``seconds`` while the block runs (a daemon thread): a context."""
         study = optuna.load_study(study_name=study_name, storage=storage)
-
-        def tick():
-            self.show(study)
-            while not stop.wait(seconds):
-                self.show(study)
-
-        thread = threading.Thread(target=tick, name="automl-progress", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
+        return repeating(lambda: self.show(study), seconds, "automl-progress", first=True)

@@ -80,7 +80,7 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     ValueError
         For an unknown metric or family key, or when no family is left for the data.
     """
-    # A holdout needs two rows of a class (one on each side); a class rarer than that is dropped.
+    # A holdout needs two rows of a class (one on each side, see _every_class_in); a class rarer than that is dropped.
     n_folds = 2 if validation == "holdout" else cv if isinstance(cv, int) else cv.get_n_splits()
     X_clean, y_enc, _, profile = check_training_data(X, y, n_folds=n_folds, task=task)
     holdout = validation == "holdout" or (validation == "auto" and isinstance(cv, int) and _is_large(profile))
@@ -111,4 +111,16 @@ def _holdout(X, y, seed, task):
     size = min(HOLDOUT_SHARE, HOLDOUT_MAX_ROWS / len(y))
     kind = ShuffleSplit if task == "regression" else StratifiedShuffleSplit
     train, test = next(kind(n_splits=1, test_size=size, random_state=seed).split(X, y))
+    if task != "regression":
+        train, test = _every_class_in(train, test, y)
     return [(np.sort(train), np.sort(test))]
+
+
+def _every_class_in(train, test, y):
+    """Move one training row of each class the holdout lacks into it (a stratified 10% of 2-5 rows is none):
+    a class absent from the holdout is never scored, and a binary ROC AUC on one class is undefined."""
+    missing = np.setdiff1d(np.unique(y[train]), np.unique(y[test]))
+    if not len(missing):
+        return train, test
+    moved = np.array([train[np.flatnonzero(y[train] == label)[0]] for label in missing])
+    return np.setdiff1d(train, moved), np.concatenate([test, moved])

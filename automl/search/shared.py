@@ -10,7 +10,6 @@ closes it when done. :mod:`automl.search.worker` reads it to join.
 import logging
 import os
 import socket
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -22,6 +21,7 @@ from .liveness import worker_alive
 from .objective import CVObjective, resource_range
 from .setup import prepare_search
 from .study import heartbeat_of, make_pruner, make_sampler, quiet_optuna
+from .threads import repeating
 
 logger = logging.getLogger(__name__)
 
@@ -166,20 +166,9 @@ class SharedSearch:
     @contextmanager
     def keep_alive(self, storage, study_name):
         """Write the fit's sign of life every FIT_BEAT seconds while the block runs (a daemon thread)."""
-        stop = threading.Event()
         study = _study(storage, study_name)  # here: quiet_optuna is not thread-safe, the trials' is running
-
-        def beat():
-            while not stop.wait(FIT_BEAT):
-                study.set_user_attr(BEAT_ATTR, time.time())
-
-        thread = threading.Thread(target=beat, name="automl-search-beat", daemon=True)
-        thread.start()
-        try:
+        with repeating(lambda: study.set_user_attr(BEAT_ATTR, time.time()), FIT_BEAT, "automl-search-beat"):
             yield
-        finally:
-            stop.set()
-            thread.join()
 
     def extend(self, storage, study_name, deadline):
         """Move the search's deadline later (a top-up): workers that join from now on search until then.

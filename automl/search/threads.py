@@ -1,6 +1,8 @@
-"""How many threads each of several fits running at once may use."""
+"""Threads: how many each of several fits running at once may use, and a background thread that repeats an action."""
 
 import os
+import threading
+from contextlib import contextmanager
 
 
 def threads_per_job(n_jobs):
@@ -22,3 +24,27 @@ def threads_per_job(n_jobs):
     if told.isdigit() and int(told) > 0:
         return int(told)
     return max(1, (os.cpu_count() or 1) // n_jobs)
+
+
+@contextmanager
+def repeating(action, seconds, name, first=False):
+    """Call ``action()`` every ``seconds`` (and at once when ``first``) in a daemon thread while the block runs.
+
+    The fit's sign of life in its study and its progress line use it; the thread is stopped and joined
+    when the block ends, so no call outlives it.
+    """
+    stop = threading.Event()
+
+    def run():
+        if first:
+            action()
+        while not stop.wait(seconds):
+            action()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
