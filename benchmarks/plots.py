@@ -151,12 +151,19 @@ def colors_of(systems):
 
 # --- the two figures ------------------------------------------------------------------------------
 
+def rows_of(points, datasets, budgets, figure, path):
+    """The points of ``datasets`` at ``budgets``; what is missing is said, and so is a figure left unwritten."""
+    chosen = points[points["dataset"].isin(datasets) & points["budget"].isin(budgets)]
+    report_missing(points, datasets, budgets, figure)
+    if chosen.empty:
+        print(f"{figure}: no rows of {' '.join(datasets)}; {path.name} not written")
+    return chosen
+
+
 def score_vs_rows(points, sizes, budgets, path):
     """(a) The score against training rows on the tables of ``sizes``, a panel per budget."""
-    chosen = points[points["dataset"].isin(sizes) & points["budget"].isin(budgets)]
-    report_missing(points, sizes, budgets, "score vs rows")
+    chosen = rows_of(points, sizes, budgets, "score vs rows", path)
     if chosen.empty:
-        print(f"score vs rows: no rows of {' '.join(sizes)}; {path.name} not written")
         return
     panels = sorted(chosen["budget"].unique())
     figure, axes = new_figure(len(panels))
@@ -177,10 +184,8 @@ def score_vs_rows(points, sizes, budgets, path):
 
 def score_vs_time(points, datasets, budgets, path):
     """(b) The score against fit seconds, a panel per dataset, a system's budgets joined by a line."""
-    chosen = points[points["dataset"].isin(datasets) & points["budget"].isin(budgets)]
-    report_missing(points, datasets, budgets, "score vs time")
+    chosen = rows_of(points, datasets, budgets, "score vs time", path)
     if chosen.empty:
-        print(f"score vs time: no rows of {' '.join(datasets)}; {path.name} not written")
         return
     panels = [d for d in datasets if d in set(chosen["dataset"])]
     figure, axes = new_figure(len(panels))
