@@ -55,8 +55,10 @@ def main():
     print("\nLeaderboard (top 10 of", len(board), "trials):")
     print(board.drop(columns=["params", "note"]).head(10).to_string(index=False, float_format="%.4f"))
     counts = board["state"].value_counts().to_dict()
-    print(f"\nTrials: {counts.get('COMPLETE', 0)} complete, {counts.get('PRUNED', 0)} pruned, "
-          f"{counts.get('FAIL', 0)} failed; fit wall time {wall:.1f} s for a {args.time_budget:.0f} s budget")
+    stopped = int(board["note"].str.startswith("stopped by the time budget").sum())  # PRUNED too, but not by Hyperband
+    print(f"\nTrials: {counts.get('COMPLETE', 0)} complete, {counts.get('PRUNED', 0) - stopped} pruned, "
+          f"{stopped} stopped by the budget, {counts.get('FAIL', 0)} failed; fit wall time {wall:.1f} s for a "
+          f"{args.time_budget:.0f} s budget")
     members = board[board["weight"] > 0][["trial", "family", "mean", "weight"]]
     print("\nEnsemble (Caruana selection over out-of-fold predictions):")
     print(members.to_string(index=False, float_format="%.4f"))
