@@ -5,6 +5,7 @@ import warnings
 from sklearn.model_selection import KFold, StratifiedKFold
 
 from ..exceptions import DataValidationError, LeakageWarning
+from ..search import is_holdout
 from .leakage import LeakageReport, check_data_leakage
 from .leakage_regression import check_regression_leakage
 
@@ -43,7 +44,7 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     if mode == "off":
         return LeakageReport(())
     check = check_regression_leakage if profile.task == "regression" else check_data_leakage
-    if len(folds) == 1:
+    if is_holdout(folds):
         kind = KFold if profile.task == "regression" else StratifiedKFold
         folds = list(kind(CHECK_FOLDS, shuffle=True, random_state=random_state).split(X, y))
     report = check(X, y, profile, folds, random_state=random_state)

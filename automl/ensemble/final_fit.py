@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..exceptions import NoSuccessfulTrialsError
-from ..search import scored_rows
+from ..search import is_holdout, scored_rows
 from .selection import EnsembleSelection, weighted_average
 from .voting import WeightedEnsembleClassifier, WeightedEnsembleRegressor
 
@@ -55,7 +55,7 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     hillclimb_y = y[scored_rows(folds)]
     selection, chosen = select_members(result, hillclimb_y, metric, ensemble_size, random_state)
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
-    if seconds_left is not None and len(folds) > 1:  # a holdout's members are fitted already: nothing to trim
+    if seconds_left is not None and not is_holdout(folds):  # a holdout's members are fitted already
         costs = final_fit_costs(result, chosen, final_fit, len(folds))
         chosen = members_in_time(chosen, costs, seconds_left, n_jobs)
     members = [build(trials[n]) for n in chosen]

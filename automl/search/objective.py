@@ -257,6 +257,7 @@ class CVObjective:
         self.oof_dir, self.deadline, self.random_state = oof_dir, deadline, random_state
         self.search_key = search_key
         self.threads = 1
+        self.scored = scored_rows(folds)  # once: every trial's OOF array holds these rows, in this order
         self.rungs = None
         if is_holdout(folds):
             self.rungs = row_rungs(folds[0][0], y, random_state or 0, profile.task != "regression")
@@ -290,14 +291,14 @@ class CVObjective:
             # Asked even for a starting point: Optuna's Hyperband records a trial's rung value when asked.
             if fold + 1 < len(self.folds) and trial.should_prune() and prunable:
                 raise optuna.TrialPruned(f"pruned after {fold + 1} folds")
-        np.save(oof_path(self.oof_dir, trial.number), oof[scored_rows(self.folds)])
+        np.save(oof_path(self.oof_dir, trial.number), oof[self.scored])
         trial.set_user_attr("mean_score", float(np.mean(scores)))
         trial.set_user_attr("std_score", float(np.std(scores)))
         return float(np.mean(scores))
 
     def _score_holdout(self, trial, pipeline):
         """Fit on each rung's rows, score on the holdout; keep the last rung's model and predictions."""
-        test = np.sort(self.folds[0][1])  # the order of scored_rows
+        test = self.scored  # the holdout's rows, sorted
         prunable, n_train = is_prunable(trial.user_attrs), len(self.folds[0][0])
         kept, seconds = None, None
         for i, (step, rows) in enumerate(self.rungs):
