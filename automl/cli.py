@@ -40,7 +40,7 @@ def _add_search_arguments(p):
     p.add_argument("--cv", type=int, default=5)
     p.add_argument("--validation", choices=["auto", "cv", "holdout"], default="auto",
                    help="default auto: a holdout (rows as Hyperband's resource) from 100,000 rows or 10 million "
-                        "cells, else --cv folds")
+                        "cells, or from 20,000 rows and 1.5 million cells (more past 600 s of budget); else --cv folds")
     p.add_argument("--n-jobs", type=int, default=1, help="worker processes of each search")
     p.add_argument("--random-state", type=int, default=None)
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")
@@ -133,7 +133,10 @@ def run_fit(args):
     model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     if model.best_params_:
-        print(f"best CV {model.metric_}: {model.best_score_:.4f} +/- {model.best_score_std_:.4f} "
+        on, spread = "CV", f" +/- {model.best_score_std_:.4f}"
+        if model.validation_ == "holdout":  # one score per trial: no spread
+            on, spread = "holdout", ""
+        print(f"best {on} {model.metric_}: {model.best_score_:.4f}{spread} "
               f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
     else:
         print(f"no trial finished in the budget: saved the fallback model to {args.out}; raise --time-budget")

@@ -24,7 +24,8 @@ from automl.search import (
 )
 from automl.search import objective as objective_module
 from automl.search import setup as search_setup
-from automl.space import at_rows, rebuild, resolve_components, set_threads
+from automl.report import report_data
+from automl.space import at_rows, portfolio, rebuild, resolve_components, set_threads
 
 FIT = dict(time_budget=None, n_jobs=1, random_state=0, tracking=False, verbose=0)
 
@@ -99,7 +100,7 @@ def test_set_threads_reaches_the_model_only():
     assert set_threads(logreg, 3).get_params()["model__n_jobs"] is None  # no effect since scikit-learn 1.8
 
 
-def test_auto_validation_holds_out_rows_from_flamls_threshold(monkeypatch):
+def test_auto_validation_holds_out_rows_by_size_and_budget(monkeypatch):
     X, y = _wide_rows(search_setup.HOLDOUT_MIN_ROWS)
     setup = prepare_search(X, y, random_state=0)
     [(train, test)] = setup.folds
@@ -109,6 +110,18 @@ def test_auto_validation_holds_out_rows_from_flamls_threshold(monkeypatch):
     assert len(prepare_search(X, y, random_state=0, validation="cv").folds) == 5
     small = prepare_search(X.iloc[:5000], y.iloc[:5000], random_state=0)
     assert small.validation == "cv" and len(small.folds) == 5
+    # Under a time budget: from HOLDOUT_BUDGET_MIN_ROWS rows once the cells reach the floor and the rate.
+    rows = search_setup.HOLDOUT_BUDGET_MIN_ROWS
+    X_mid, y_mid = X.iloc[:rows], y.iloc[:rows]
+    monkeypatch.setattr(search_setup, "HOLDOUT_BUDGET_MIN_CELLS", rows * 3)  # 3 columns: just enough
+    budget = rows * 3 / search_setup.HOLDOUT_CELLS_PER_SECOND  # the longest budget that still holds out
+    assert prepare_search(X_mid, y_mid, random_state=0, time_budget=budget).validation == "holdout"
+    assert prepare_search(X_mid, y_mid, random_state=0, time_budget=budget + 1).validation == "cv"
+    assert prepare_search(X_mid, y_mid, random_state=0).validation == "cv"  # no budget: the size alone
+    short = prepare_search(X_mid.iloc[:-1], y_mid.iloc[:-1], random_state=0, time_budget=budget)
+    assert short.validation == "cv"  # under HOLDOUT_BUDGET_MIN_ROWS rows the holdout would be too small
+    monkeypatch.setattr(search_setup, "HOLDOUT_BUDGET_MIN_CELLS", rows * 3 + 1)
+    assert prepare_search(X_mid, y_mid, random_state=0, time_budget=budget).validation == "cv"
     # By cells: as many columns as make rows x columns reach the threshold.
     monkeypatch.setattr(search_setup, "HOLDOUT_MIN_CELLS", 5000 * 3)
     assert prepare_search(X.iloc[:5000], y.iloc[:5000], random_state=0).validation == "holdout"
@@ -156,7 +169,21 @@ def test_a_trial_stopped_by_the_budget_after_a_rung_keeps_its_model(phoneme, tmp
     assert list(load_oof(study, tmp_path, setup.search_key)) == [0]
 
 
-def test_a_holdout_fit_ensembles_the_trials_own_models_and_repeats(phoneme):
+def test_a_starting_point_is_pruned_on_a_holdout(phoneme, tmp_path):
+    X, y = phoneme
+    setup = prepare_search(X, y, random_state=0, include=["hgb"], validation="holdout")
+    objective = CVObjective(setup.X, setup.y, setup.folds, setup.profile, setup.specs, setup.metric, tmp_path,
+                            random_state=0, search_key=setup.search_key)
+    # A pruner that prunes every score under 1: under CV a portfolio trial would run on regardless.
+    study = optuna.create_study(direction="maximize", pruner=optuna.pruners.ThresholdPruner(lower=1.0))
+    study.enqueue_trial(portfolio(setup.specs)[0], user_attrs={"portfolio": 0})
+    study.optimize(objective, n_trials=1)
+    trial = study.trials[0]
+    assert trial.user_attrs["portfolio"] == 0 and trial.state == TrialState.PRUNED
+    assert "stopped" not in trial.user_attrs and trial.user_attrs["rows"] == 4864 * 9 // 27  # its first rung
+
+
+def test_a_holdout_fit_ensembles_the_trials_own_models_and_repeats(phoneme, tmp_path):
     X, y = phoneme
     model = AutoClassifier(**FIT, n_trials=6, include=["hgb", "logreg"], validation="holdout").fit(X, y)
     board = model.leaderboard_
@@ -172,6 +199,14 @@ def test_a_holdout_fit_ensembles_the_trials_own_models_and_repeats(phoneme):
     assert proba.shape == (holdout, 2) and np.allclose(proba.sum(axis=1), 1.0)
     again = AutoClassifier(**FIT, n_trials=6, include=["hgb", "logreg"], validation="holdout").fit(X, y)
     pd.testing.assert_frame_equal(board.drop(columns="seconds"), again.leaderboard_.drop(columns="seconds"))
+    # The report says what the scores were measured on: one holdout, so no spread and no folds.
+    data = report_data(model)
+    assert data["search"]["validation"] == data["pruning"]["validation"] == "holdout"
+    early = board[board["state"] == "PRUNED"]
+    assert data["pruning"]["n_pruned"] + data["pruning"]["n_stopped"] == len(early)
+    page = model.report(tmp_path / "report.html").read_text()
+    assert "best trial holdout roc_auc" in page and "ensemble on the holdout predictions" in page
+    assert "+/- nan" not in page and "fold CV of every trial" not in page
 
 
 def test_a_holdout_regression_fit(load_shared):
@@ -223,7 +258,7 @@ def test_the_progress_line_ticks_while_the_search_runs(tmp_path):
         while len(stream.getvalue().splitlines()) < 3 and time.monotonic() - waited < 60:
             time.sleep(0.05)
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "[automl] trials 0 done, 0 pruned, 0 failed | best nan" and len(lines) >= 3
+    assert lines[0] == "[automl] trials 0 done, 0 pruned, 0 failed | best none yet" and len(lines) >= 3
 
 
 def test_the_holdout_holds_every_class_even_a_rare_one(phoneme):

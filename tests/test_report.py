@@ -134,7 +134,7 @@ def test_reproducibility_call_repeats_the_fit(tracked, data):
 def test_a_fit_where_no_trial_finished_says_so(load_shared, tmp_path):
     X, y = load_shared("credit-g.csv", "class")
     failing = ComponentSpec("boom", "Boom", lambda trial, profile, prefix: {}, lambda params, seed: _Boom())
-    with pytest.warns(UserWarning, match="fallback \\(logistic or ridge regression\\)"):
+    with pytest.warns(UserWarning, match="the fallback, a LogisticRegression"):
         model = AutoClassifier(time_budget=None, n_trials=2, components=[failing], include=["boom"], cv=2,
                                tracking=False, verbose=0, random_state=0).fit(X, y)
     page = render_html(report_data(model))

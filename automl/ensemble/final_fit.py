@@ -243,9 +243,11 @@ def use_fallback(result, fallback):
         raise NoSuccessfulTrialsError(
             f"None of {len(trials)} trials finished and the fallback model failed. First errors: {errors}"
         )
+    member = fallback.estimators[0]
+    name = type(member[-1] if hasattr(member, "steps") else member).__name__  # a pipeline's model, or a dummy
     warnings.warn(
         f"None of {len(trials)} started trials finished (first errors: {errors or 'none'}); the model "
-        "is the fallback (logistic or ridge regression). Raise time_budget or n_trials.", UserWarning,
+        f"is the fallback, a {name}. Raise time_budget or n_trials.", UserWarning,
         stacklevel=4,  # the caller of fit
     )
     return fallback

@@ -24,8 +24,10 @@ PARAMETERS_DOC = """
         trials' own fitted models (no refit; ``final_fit`` is ignored), and a trial the time budget
         stops after a rung is a candidate with its model of that rung; an ensemble worse than a
         constant prediction on the holdout is replaced by the fallback model. With a CV splitter as
-        ``cv`` it raises ``ValueError``. "auto": a holdout from 100,000 rows or 10 million cells with
-        an int ``cv`` (FLAML's switch), else CV. A splitter of one split is a holdout too.
+        ``cv`` it raises ``ValueError``. "auto", with an int ``cv``: a holdout from 100,000 rows or
+        10 million cells (FLAML's switch), or from 20,000 rows when the cells (rows x columns) reach
+        1.5 million and 2,500 per second of ``time_budget`` (FLAML's rate; 9 million at an hour), where
+        CV would leave too few trials; else CV. A splitter of one split is a holdout too.
     n_jobs : int, default=1
         Worker processes sharing the study; threads per model are the cores shared out between
         them. A holdout search runs one process whose models use the threads of all ``n_jobs``

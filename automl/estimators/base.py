@@ -193,7 +193,8 @@ class _AutoMLBase(BaseEstimator):
         """
         self._check_params()
         setup = prepare_search(X, y, task=self._task, metric=self.metric, cv=self.cv, random_state=self.random_state,
-                               include=self.include, components=self.components, validation=self.validation)
+                               include=self.include, components=self.components, validation=self.validation,
+                               time_budget=self.time_budget)
         self.profile_, self.components_, self.random_state_ = setup.profile, setup.specs, setup.seed
         self.search_key_, self.validation_ = setup.search_key, setup.validation
         self._set_target(y)

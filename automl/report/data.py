@@ -10,6 +10,7 @@ import json
 import numpy as np
 
 from ..data import class_counts_of
+from ..search import BUDGET_NOTE
 from ..tracking import package_versions
 
 FORMAT, VERSION = "automl-report", 1
@@ -42,7 +43,7 @@ def report_data(model, nested_cv=None):
         "search": _search_summary(model, board),
         "trials": _records(board.drop(columns=["params"]).sort_values("trial")),
         "leaderboard": _records(board.head(TOP_N)),
-        "pruning": _pruning_summary(board, _n_folds(model)),
+        "pruning": _pruning_summary(board, _n_folds(model), _validation(model)),
         "ensemble": _ensemble_summary(model, board),
         "leakage": {"findings": _records(model.leak_report_.to_frame()),
                     "notes": list(getattr(model.leak_report_, "notes", ()))},
@@ -51,8 +52,13 @@ def report_data(model, nested_cv=None):
     })
 
 
+def _validation(model):
+    """"cv" or "holdout": what the trials' scores were measured on (models saved before the switch: "cv")."""
+    return getattr(model, "validation_", "cv")
+
+
 def _n_folds(model):
-    if getattr(model, "validation_", "cv") == "holdout":
+    if _validation(model) == "holdout":
         return 1
     return model.cv if isinstance(model.cv, int) else model.cv.get_n_splits()
 
@@ -82,6 +88,7 @@ def _search_summary(model, board):
     states = board["state"].value_counts()
     return {
         "metric": model.metric_, "greater_is_better": model.study_.direction.name == "MAXIMIZE",
+        "validation": _validation(model),
         "n_trials": len(board), "states": {s: int(n) for s, n in states.items()},
         "n_trials_killed": model.n_trials_killed_, "best_score": model.best_score_,
         "best_score_std": model.best_score_std_, "best_params": model.best_params_,
@@ -90,14 +97,21 @@ def _search_summary(model, board):
     }
 
 
-def _pruning_summary(board, n_folds):
-    """How many folds Hyperband spared: trials stopped early never ran their remaining folds."""
-    stopped = board[board["state"] == "PRUNED"]
+def _pruning_summary(board, n_folds, validation):
+    """How trials ended early, and how many folds Hyperband spared under CV.
+
+    ``n_pruned`` counts the trials Hyperband pruned, ``n_stopped`` those the time budget stopped (both
+    are Optuna's PRUNED; the leaderboard's note tells them apart). ``folds_saved`` counts the folds
+    that pruned trials never ran; under a holdout (one fold) it is 0 and the resource is rows.
+    """
+    early = board[board["state"] == "PRUNED"]
+    by_budget = early["note"].str.startswith(BUDGET_NOTE)
+    pruned = early[~by_budget]
     folds_by_trial = board.groupby(["folds", "state"]).size()
     return {
-        "n_folds": n_folds, "n_pruned": len(stopped),
+        "validation": validation, "n_folds": n_folds, "n_pruned": len(pruned), "n_stopped": int(by_budget.sum()),
         "folds_run": int(board["folds"].sum()), "folds_full_cv": int(len(board) * n_folds),
-        "folds_saved": int((n_folds - stopped["folds"]).sum()),
+        "folds_saved": int((n_folds - pruned["folds"]).sum()),
         "trials_by_folds": [{"folds": int(f), "state": s, "n_trials": int(n)} for (f, s), n in folds_by_trial.items()],
     }
 

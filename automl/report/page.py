@@ -11,6 +11,7 @@ import base64
 import html
 import io
 import json
+import math
 from pathlib import Path
 
 from ..tracking import MLflowTracker
@@ -156,13 +157,15 @@ def _card(label, value, note=""):
 
 def _overview(data):
     search, nested = data["search"], data["nested_cv"]
-    best_note = "optimistic: the best of all trials, on the folds it was chosen on"
+    holdout = search.get("validation") == "holdout"
+    on = "holdout" if holdout else "CV"
+    best_note = f"optimistic: the best of all trials, on the {'holdout rows' if holdout else 'folds'} it was chosen on"
     if search["best_score"] is None:
         best_note = "no trial finished: the model is the fallback (logistic or ridge regression)"
     cards = [
-        _card(f"best trial CV {search['metric']}", _pm(search["best_score"], search["best_score_std"]), best_note),
-        _card("ensemble on pooled OOF predictions", _fmt(data["ensemble"]["hillclimb_score"]),
-              "also optimistic: selected on the same predictions"),
+        _card(f"best trial {on} {search['metric']}", _pm(search["best_score"], search["best_score_std"]), best_note),
+        _card(f"ensemble on {'the holdout' if holdout else 'pooled OOF'} predictions",
+              _fmt(data["ensemble"]["hillclimb_score"]), "also optimistic: selected on the same predictions"),
         _card("trials", search["n_trials"], ", ".join(f"{n} {s.lower()}" for s, n in search["states"].items())),
         _card("fit time", f"{search['timings_seconds'].get('total', float('nan')):.1f} s", _budget(data)),
     ]
@@ -180,6 +183,9 @@ def _budget(data):
 
 
 def _pm(mean, std):
+    """``mean +/- std``, or the mean alone when there is no spread (one holdout, no trial)."""
+    if std is None or not math.isfinite(std):
+        return _fmt(mean)
     return f"{_fmt(mean)} +/- {_fmt(std)}"
 
 
@@ -205,10 +211,15 @@ def _leaderboard_table(rows):
 
 def _pruning_section(p, trials):
     failed = sum(r["n_trials"] for r in p["trials_by_folds"] if r["state"] == "FAIL")
-    text = (f"<p>{p['n_pruned']} trial(s) stopped early by Hyperband or the time budget (state PRUNED) and "
-            f"{failed} failed or were stopped while running (state FAIL). Folds run: {p['folds_run']} of "
-            f"{p['folds_full_cv']} that full {p['n_folds']}-fold CV of every trial would take; "
-            f"{p['folds_saved']} folds saved by early stopping.</p>")
+    text = (f"<p>{p['n_pruned']} trial(s) pruned by Hyperband and {p['n_stopped']} stopped by the time budget "
+            f"(both Optuna's state PRUNED), {failed} failed or were stopped while running (state FAIL).")
+    if p.get("validation") == "holdout":
+        text += (" Validation on one holdout: a trial trains on 1/27, 1/9, 1/3 and all of the training rows in turn "
+                 "(the rungs under 1,000 rows skipped), each scored on the same holdout rows; the leaderboard's "
+                 "note gives the rows a stopped trial reached.</p>")
+        return _section("Pruning", text)
+    text += (f" Folds run: {p['folds_run']} of {p['folds_full_cv']} that full {p['n_folds']}-fold CV of every trial "
+             f"would take; {p['folds_saved']} folds saved by Hyperband's pruning.</p>")
     return _section("Pruning", text + (_img(plots.folds(p)) if trials else ""))
 
 
@@ -217,12 +228,18 @@ def _ensemble_section(e, search):
         return _section("Ensemble", "<p>No trial finished, so there was nothing to select from: the model is "
                                     "the fallback (the portfolio's logistic or ridge regression), fit on "
                                     "all rows. Raise time_budget or n_trials.</p>")
-    text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
-            f"out-of-fold predictions: {len(e['members'])} member(s), final fit {_e(e['final_fit'])}. "
-            f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e.get('best_single_oof_score'))} "
-            f"({_e(search['metric'])}, both on all OOF predictions pooled; the leaderboard's means average "
-            f"the per-fold scores instead). Members whose final fit would not end in the time budget are "
-            f"dropped, the lightest first, and the score is that of the members kept.</p>")
+    if search.get("validation") == "holdout":
+        text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
+                f"predictions for the holdout rows: {len(e['members'])} member(s), each the model its trial trained "
+                f"(no refit on all rows). Ensemble {_fmt(e['hillclimb_score'])} vs best single trial "
+                f"{_fmt(e.get('best_single_oof_score'))} ({_e(search['metric'])}, both on the holdout).</p>")
+    else:
+        text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
+                f"out-of-fold predictions: {len(e['members'])} member(s), final fit {_e(e['final_fit'])}. "
+                f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e.get('best_single_oof_score'))} "
+                f"({_e(search['metric'])}, both on all OOF predictions pooled; the leaderboard's means average "
+                f"the per-fold scores instead). Members whose final fit would not end in the time budget are "
+                f"dropped, the lightest first, and the score is that of the members kept.</p>")
     table = _table(e["members"], ["trial", "family", "weight", "mean", "std"], {"family"})
     return _section("Ensemble", text + (_img(plots.weights(e)) if e["members"] else "") + table)
 

@@ -1,4 +1,5 @@
-"""3. How it is searched: trials scored by CV on shared folds, in worker processes sharing one Optuna study.
+"""3. How it is searched: trials scored by CV on shared folds (one holdout on large tables), in worker processes
+sharing one Optuna study.
 
 In the order a fit uses them: :func:`prepare_search` (data, folds, families, metric, seed: what every
 trial shares), the metric (:mod:`~automl.search.scoring`), the study with its storage, sampler and
@@ -18,18 +19,18 @@ from .scoring import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric, get_met
 from .setup import SearchSetup, prepare_search
 from .shared import SEARCH_ATTR, SharedSearch
 from .study import (
-    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started, heartbeat_of,
-    in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study, quiet_optuna,
+    BUDGET_NOTE, HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started,
+    heartbeat_of, in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study, quiet_optuna,
 )
 from .threads import threads_per_job
 from .worker import WorkerResult, run_worker
 
 __all__ = [
-    "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL", "PRUNING_MIN_RESOURCE",
-    "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine", "SearchResult", "SearchSetup",
-    "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling", "count_started", "fail_running",
-    "get_metric", "heartbeat_of", "in_memory_copy", "is_holdout", "is_prunable", "leaderboard", "load_oof",
-    "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path", "open_storage", "predictions",
-    "prepare_search", "prepare_study", "quiet_optuna", "resource_range", "run_search", "run_worker", "scored_rows",
-    "search_key", "threads_per_job", "wait_for_running", "worker_alive",
+    "BUDGET_NOTE", "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL",
+    "PRUNING_MIN_RESOURCE", "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine",
+    "SearchResult", "SearchSetup", "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling",
+    "count_started", "fail_running", "get_metric", "heartbeat_of", "in_memory_copy", "is_holdout", "is_prunable",
+    "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path",
+    "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna", "resource_range", "run_search",
+    "run_worker", "scored_rows", "search_key", "threads_per_job", "wait_for_running", "worker_alive",
 ]

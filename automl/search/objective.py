@@ -242,12 +242,12 @@ class CVObjective:
     Notes
     -----
     Follows Optuna's pruning contract (report, ``should_prune``, raise ``TrialPruned``), as in the
-    ``OptunaSearchCV`` objective of optuna-integration. A trial enqueued as a starting point (the
-    portfolio, a retraining job's warm start; see :func:`is_prunable`) is never pruned, but the
-    pruner is still asked after each of its rungs, so its scores enter Hyperband's rungs and set the
-    bar for the sampled trials; the time budget may still stop it. Exceptions from a fit are recorded
-    in the user attribute ``error`` and re-raised, so ``study.optimize(catch=...)`` marks the trial
-    failed.
+    ``OptunaSearchCV`` objective of optuna-integration. Under CV a trial enqueued as a starting point (the
+    portfolio, a retraining job's warm start; see :func:`is_prunable`) is never pruned (on a holdout it is,
+    like any trial: see ``_score_holdout``), but the pruner is still asked after each of its rungs, so its
+    scores enter Hyperband's rungs and set the bar for the sampled trials; the time budget may still stop
+    it. Exceptions from a fit are recorded in the user attribute ``error`` and re-raised, so
+    ``study.optimize(catch=...)`` marks the trial failed.
     """
 
     def __init__(self, X, y, folds, profile, specs, metric, oof_dir, deadline=None, random_state=None,
@@ -299,7 +299,10 @@ class CVObjective:
     def _score_holdout(self, trial, pipeline):
         """Fit on each rung's rows, score on the holdout; keep the last rung's model and predictions."""
         test = self.scored  # the holdout's rows, sorted
-        prunable, n_train = is_prunable(trial.user_attrs), len(self.folds[0][0])
+        # Every trial may be pruned here, a starting point too: a rung's score on thousands of holdout rows
+        # is not the noisy single fold that shields starting points under CV, and on large data a starting
+        # point run to all rows (a forest, CatBoost) may take the whole budget.
+        n_train = len(self.folds[0][0])
         kept, seconds = None, None
         for i, (step, rows) in enumerate(self.rungs):
             if self._rung_past_deadline(seconds, len(rows) / len(self.rungs[i - 1][1]) if i else 1.0):
@@ -315,7 +318,7 @@ class CVObjective:
             trial.set_user_attr("rows", len(rows))
             trial.set_user_attr("rung_seconds", seconds)
             trial.report(score, step=step)
-            if i + 1 < len(self.rungs) and trial.should_prune() and prunable:
+            if i + 1 < len(self.rungs) and trial.should_prune():
                 raise optuna.TrialPruned(f"pruned after {len(rows)} rows")
         self._keep(trial, kept)
         trial.set_user_attr("mean_score", score)

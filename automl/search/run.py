@@ -288,6 +288,7 @@ class ProgressLine:
 
     A trial stopped by the time budget is counted as ``stopped``, apart from those Hyperband
     ``pruned`` (Optuna records both as PRUNED; the leaderboard's note tells them apart the same way).
+    The best score is that of the complete trials ("none yet" before the first).
     Used as an Optuna callback (a line after each trial: :func:`automl.search.run_worker`), or by the
     fit through :meth:`every`: a line at the start, then every few seconds while the search runs,
     whatever the trials do (a trial on a large table may run for minutes).
@@ -316,7 +317,7 @@ class ProgressLine:
         count = {s: sum(t.state == s for t in trials) for s in TrialState}
         stopped = sum(t.state == TrialState.PRUNED and bool(t.user_attrs.get("stopped")) for t in trials)
         complete = [t.value for t in trials if t.state == TrialState.COMPLETE]
-        best = (max if study.direction.name == "MAXIMIZE" else min)(complete) if complete else float("nan")
+        best = f"{(max if study.direction.name == 'MAXIMIZE' else min)(complete):.4f}" if complete else "none yet"
         left = "" if self.deadline is None else f" | {max(0, self.deadline - time.time()):.0f} s left"
         stream = self.stream or sys.stderr
         # A terminal redraws one line; a log file or CI gets one line per call.
@@ -326,7 +327,7 @@ class ProgressLine:
         stream.write(
             f"{start}[automl] trials {count[TrialState.COMPLETE]} done, {running}"
             f"{count[TrialState.PRUNED] - stopped} pruned{stopped_text}, {count[TrialState.FAIL]} failed | "
-            f"best {best:.4f}{f' | {stage}' if stage else left}{end}"
+            f"best {best}{f' | {stage}' if stage else left}{end}"
         )
         stream.flush()
 

@@ -31,9 +31,20 @@ class SearchSetup(NamedTuple):
 
 
 # validation="auto" holds out rows instead of k-fold CV from this many rows, or this many cells
-# (rows x columns): FLAML's switch (its CV_HOLDOUT_THRESHOLD and SMALL_LARGE_THRES, flaml/automl/automl.py).
+# (rows x columns), at any budget: FLAML's switch (its CV_HOLDOUT_THRESHOLD and SMALL_LARGE_THRES,
+# flaml/automl/automl.py).
 HOLDOUT_MIN_ROWS = 100_000
 HOLDOUT_MIN_CELLS = 10_000_000
+# Under a time budget also from HOLDOUT_BUDGET_MIN_ROWS rows (so that the holdout holds 2,000 rows or more)
+# once the cells reach HOLDOUT_BUDGET_MIN_CELLS and HOLDOUT_CELLS_PER_SECOND per second of budget: where
+# CV would leave too few trials. The per-second rate is FLAML's (its switch scales with the budget: 10M
+# cells an hour, less 10%), which alone would hold out bank-marketing at 60 s; the floor is measured on
+# tuning tables (docs/benchmarks.md, "Where the holdout pays"): on 80,000 x 30 cells a holdout beat 5-fold
+# CV by 0.0038 ROC AUC at 60 s and 0.0035 at 300 s, on 18,750 x 30 they tied at 60 s, and on
+# bank-marketing's 30,891 x 20 CV won at 60 s (0.9521 against 0.9500).
+HOLDOUT_BUDGET_MIN_ROWS = 20_000
+HOLDOUT_BUDGET_MIN_CELLS = 1_500_000
+HOLDOUT_CELLS_PER_SECOND = 2_500
 # The holdout's share of the rows (FLAML's split_ratio default), at most HOLDOUT_MAX_ROWS rows: beyond
 # that the ranking of trials is as sure (the standard error of a ROC AUC on 100,000 rows is about
 # 0.001) and every rung would pay to predict more rows.
@@ -42,7 +53,7 @@ HOLDOUT_MAX_ROWS = 100_000
 
 
 def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_state=None, include=None,
-                   components=(), validation="auto"):
+                   components=(), validation="auto", time_budget=None):
     """Validate ``X, y`` and make what every trial of the search shares: data, folds, families, metric, seed.
 
     Parameters
@@ -64,7 +75,12 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     validation : {"auto", "cv", "holdout"}, default="auto"
         "holdout" scores every trial on one seeded, stratified holdout of :data:`HOLDOUT_SHARE` of the
         rows (at most :data:`HOLDOUT_MAX_ROWS`), ``cv`` unused; "auto" does so for an int ``cv`` from
-        :data:`HOLDOUT_MIN_ROWS` rows or :data:`HOLDOUT_MIN_CELLS` cells, as FLAML does.
+        :data:`HOLDOUT_MIN_ROWS` rows or :data:`HOLDOUT_MIN_CELLS` cells, as FLAML does, and under a
+        ``time_budget`` from :data:`HOLDOUT_BUDGET_MIN_ROWS` rows once the cells reach both
+        :data:`HOLDOUT_BUDGET_MIN_CELLS` and :data:`HOLDOUT_CELLS_PER_SECOND` per second of it: where
+        k-fold CV would leave too few trials.
+    time_budget : float or None, default=None
+        Seconds of the fit, for ``validation="auto"``; None: no budget, the size alone decides.
 
     Returns
     -------
@@ -83,7 +99,8 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     # A holdout needs two rows of a class (one on each side, see _every_class_in); a class rarer than that is dropped.
     n_folds = 2 if validation == "holdout" else cv if isinstance(cv, int) else cv.get_n_splits()
     X_clean, y_enc, _, profile = check_training_data(X, y, n_folds=n_folds, task=task)
-    holdout = validation == "holdout" or (validation == "auto" and isinstance(cv, int) and _is_large(profile))
+    holdout = validation == "holdout" or (validation == "auto" and isinstance(cv, int)
+                                          and _holdout_pays(profile, time_budget))
     metric = get_metric(metric, profile.n_classes)
     specs = resolve_components(include, components, profile)
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
@@ -92,9 +109,13 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
                        search_key(profile.fingerprint, folds, metric.name), "holdout" if len(folds) == 1 else "cv")
 
 
-def _is_large(profile):
-    rows = profile.n_samples
-    return rows >= HOLDOUT_MIN_ROWS or rows * profile.n_features >= HOLDOUT_MIN_CELLS
+def _holdout_pays(profile, time_budget):
+    """Whether ``validation="auto"`` holds out rows: a large table, or one too large for CV in the budget."""
+    rows, cells = profile.n_samples, profile.n_samples * profile.n_features
+    if rows >= HOLDOUT_MIN_ROWS or cells >= HOLDOUT_MIN_CELLS:
+        return True
+    return (time_budget is not None and rows >= HOLDOUT_BUDGET_MIN_ROWS
+            and cells >= max(HOLDOUT_BUDGET_MIN_CELLS, HOLDOUT_CELLS_PER_SECOND * time_budget))
 
 
 def _make_folds(cv, X, y, seed, task):

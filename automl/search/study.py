@@ -82,8 +82,8 @@ def make_pruner(pruning, n_folds, min_resource=None):
 
     Notes
     -----
-    The portfolio's trials are not pruned (:func:`automl.search.is_prunable`), but their scores
-    fill the rungs, so they set the bar the sampled trials must pass.
+    Under CV the portfolio's trials are not pruned (:func:`automl.search.is_prunable`; on a holdout
+    they are), but their scores fill the rungs, so they set the bar the sampled trials must pass.
     """
     if not pruning:
         return optuna.pruners.NopPruner()
@@ -275,14 +275,18 @@ def _leaderboard_row(trial, weight):
     ]
 
 
+# How the leaderboard's note starts for a trial the time budget stopped (Optuna's PRUNED, as Hyperband's are).
+BUDGET_NOTE = "stopped by the time budget"
+
+
 def _note(trial, folds):
     rows = trial.user_attrs.get("rows")  # a holdout trial: its resource is rows
     if trial.state == TrialState.PRUNED:
-        by = "the time budget" if trial.user_attrs.get("stopped") else "Hyperband"
+        by = BUDGET_NOTE if trial.user_attrs.get("stopped") else "stopped by Hyperband"
         if rows is None:
-            return f"stopped by {by} after {folds} fold(s)"
+            return f"{by} after {folds} fold(s)"
         kept = trial.user_attrs.get("model_rows")
-        return f"stopped by {by} after {rows:,} rows" + ("; its model on them is an ensemble candidate" if kept else "")
+        return f"{by} after {rows:,} rows" + ("; its model on them is an ensemble candidate" if kept else "")
     if trial.state == TrialState.FAIL and "error" not in trial.user_attrs:
         # Optuna fails a trial without a word when its heartbeat stops or the process is interrupted.
         return "failed with no error recorded: its worker was interrupted, killed or cut off (no heartbeat)"
