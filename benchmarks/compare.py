@@ -44,7 +44,10 @@ QUICK = ["kc1", "credit-g", "phoneme", "vehicle", "splice"]
 # are held out to report on: tuning on a split and reporting that split would flatter the defaults.
 TUNING = QUICK + ["kr-vs-kp", "blood-transfusion", "australian", "banknote-authentication",
                   "bank-marketing-additional"]
-SUITES = ("quick", "tuning", "heldout", "all", "regression", "large", "large-5m")
+SUITES = ("quick", "tuning", "heldout", "all", "regression", "large", "large-5m", "switch")
+# Where validation="auto" should hold out rather than run k-fold CV (ours-holdout against ours-cv): a tuning
+# dataset of 41k rows and two generated tuning tables (peers/data.py, SYNTHETIC_TUNING).
+SWITCH = ["bank-marketing-additional", "synthetic-tune-25k", "synthetic-tune-100k"]
 # The 5M-row table has a suite of its own: making and splitting it takes about 35 s and 3 GB in each
 # process (the harness's and every run's).
 LARGE_5M = ["synthetic-5m"]
@@ -278,7 +281,7 @@ def parse_args():
                               "(report on these); all: every classification dataset of MANIFEST.csv; "
                               "regression: every regression dataset of MANIFEST.csv; large: the tables of "
                               "100k+ rows (large/MANIFEST.csv, kddcup99-binary, synthetic-100k and -1m); "
-                              "large-5m: synthetic-5m")
+                              "large-5m: synthetic-5m; switch: " + " ".join(SWITCH))
     cmd_run.add_argument("--datasets", nargs="+", help="overrides --suite")
     cmd_run.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     cmd_run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -305,7 +308,7 @@ def main():
     elif args.command == "run":
         suites = _suites()
         args.datasets = args.datasets or suites[args.suite]
-        known = suites["all"] + suites["regression"] + suites["large"] + suites["large-5m"]
+        known = suites["all"] + suites["regression"] + suites["large"] + suites["large-5m"] + suites["switch"]
         unknown = sorted(set(args.datasets) - set(known))
         if unknown:
             sys.exit(f"unknown datasets {unknown}; the classification datasets are: {' '.join(suites['all'])}; "
@@ -321,9 +324,12 @@ def main():
 
 
 def default_csv(datasets, suites):
-    """results/large.csv when every dataset is a large one, else results/compare.csv: large tables in
-    compare.csv would enter the small datasets' mean ranks and normalized scores."""
+    """results/large.csv when every dataset is a large one, results/switch.csv for the switch suite, else
+    results/compare.csv: large tables in compare.csv would enter the small datasets' mean ranks and
+    normalized scores."""
     large = set(suites["large"] + suites["large-5m"])
+    if datasets and set(datasets) <= set(suites["switch"]):
+        return RESULTS / "switch.csv"
     return RESULTS / ("large.csv" if datasets and set(datasets) <= large else "compare.csv")
 
 
@@ -355,7 +361,7 @@ def _suites():
     classification = list(data.manifest().index)
     return {"quick": QUICK, "tuning": TUNING, "heldout": [d for d in classification if d not in TUNING],
             "all": classification, "regression": list(data.manifest(tasks=data.REGRESSION).index),
-            "large": [d for d in data.large_names() if d not in LARGE_5M], "large-5m": LARGE_5M}
+            "large": [d for d in data.large_names() if d not in LARGE_5M], "large-5m": LARGE_5M, "switch": SWITCH}
 
 
 if __name__ == "__main__":

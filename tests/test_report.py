@@ -14,6 +14,7 @@ from sklearn.exceptions import NotFittedError
 from automl import AutoClassifier
 from automl.cli import main
 from automl.estimators import QUANTITIES, NestedCVReport
+from automl.estimators import base as estimator_base
 from automl.report import TOP_N, render_html, report_data, write_report
 from automl.space import ComponentSpec
 from automl.tracking import read_run_json
@@ -142,6 +143,20 @@ def test_a_fit_where_no_trial_finished_says_so(load_shared, tmp_path):
     assert "the fallback (the portfolio's logistic or ridge regression)" in page
     assert "Model check not run: no trial finished." in page
     assert page.count("data:image/png") == 1  # only the folds plot: every trial failed at fold 0
+
+
+def test_the_fallback_on_a_sample_keeps_every_class(load_shared, monkeypatch):
+    X, y = load_shared("credit-g.csv", "class")
+    y = y.copy()
+    y.iloc[[3, 700]] = "zz"  # a class of 2 rows, last in code order, as kddcup99's rarest
+    monkeypatch.setattr(estimator_base, "FALLBACK_ROWS", 100)
+    failing = ComponentSpec("boom", "Boom", lambda trial, profile, prefix: {}, lambda params, seed: _Boom())
+    with pytest.warns(UserWarning, match="the fallback"):
+        model = AutoClassifier(time_budget=None, n_trials=1, components=[failing], include=["boom"], cv=2,
+                               tracking=False, verbose=0, random_state=0).fit(X, y)
+    proba = model.predict_proba(X.iloc[:5])
+    assert list(model.classes_) == ["bad", "good", "zz"] and proba.shape == (5, 3)
+    assert np.allclose(proba.sum(axis=1), 1.0)
 
 
 def test_page_escapes_text_from_the_data(data):

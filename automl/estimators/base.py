@@ -457,10 +457,15 @@ class _AutoMLBase(BaseEstimator):
 
     def _fallback(self, setup, left):
         """The fallback model, fitted only now, in the final stage's share of the budget, on at most
-        FALLBACK_ROWS rows: unbounded, a logistic regression on 150,000 rows took 156 s of a 30 s fit."""
+        FALLBACK_ROWS rows: unbounded, a logistic regression on 150,000 rows took 156 s of a 30 s fit.
+        The sample holds a row of every class, so that its probabilities have a column for each
+        (kddcup99 has a class of 2 rows in 395,000; without it predict_proba failed)."""
         rows = np.arange(len(setup.y))
         if len(rows) > FALLBACK_ROWS:
-            rows = np.sort(np.random.default_rng(setup.seed).choice(rows, FALLBACK_ROWS, replace=False))
+            rows = np.random.default_rng(setup.seed).choice(rows, FALLBACK_ROWS, replace=False)
+            if self.profile_.task != "regression":
+                rows = np.union1d(rows, np.unique(setup.y, return_index=True)[1])
+            rows = np.sort(rows)
         return fit_fallback(setup.X.iloc[rows], setup.y[rows], self.profile_, setup.seed, left)
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
