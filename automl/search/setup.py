@@ -39,9 +39,9 @@ HOLDOUT_MIN_CELLS = 10_000_000
 # once the cells reach HOLDOUT_BUDGET_MIN_CELLS and HOLDOUT_CELLS_PER_SECOND per second of budget: where
 # CV would leave too few trials. The per-second rate is FLAML's (its switch scales with the budget: 10M
 # cells an hour, less 10%), which alone would hold out bank-marketing at 60 s; the floor is measured on
-# tuning tables (docs/benchmarks.md, "Where the holdout pays"): on 80,000 x 30 cells a holdout beat 5-fold
-# CV by 0.0038 ROC AUC at 60 s and 0.0035 at 300 s, on 18,750 x 30 they tied at 60 s, and on
-# bank-marketing's 30,891 x 20 CV won at 60 s (0.9521 against 0.9500).
+# tuning tables (docs/benchmarks.md, "Large tables, second step"): on 80,000 x 30 cells a holdout beat 5-fold
+# CV by 0.0036 ROC AUC at 60 s (a tie at 300 s), on 18,750 x 30 CV won by 0.0037 at 60 s, and on
+# bank-marketing's 30,891 x 20 by 0.0018.
 HOLDOUT_BUDGET_MIN_ROWS = 20_000
 HOLDOUT_BUDGET_MIN_CELLS = 1_500_000
 HOLDOUT_CELLS_PER_SECOND = 2_500
