@@ -4,6 +4,7 @@ the progress line, and the fit that uses them (estimators/base.py)."""
 
 import io
 import time
+import warnings
 
 import joblib
 import numpy as np
@@ -268,6 +269,16 @@ def test_the_holdout_holds_every_class_even_a_rare_one(phoneme):
     [(train, test)] = setup.folds
     assert set(setup.y[test]) == set(setup.y[train]) == {0, 1, 2}
     assert len(np.intersect1d(train, test)) == 0 and len(train) + len(test) == len(y)
+
+
+def test_a_small_holdout_is_warned_about(phoneme, monkeypatch):
+    X, y = phoneme
+    with pytest.warns(UserWarning, match="on 541 held-out rows only"):
+        prepare_search(X, y, random_state=0, validation="holdout")
+    monkeypatch.setattr(search_setup, "HOLDOUT_WARN_ROWS", 541)  # from as many rows on: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        prepare_search(X, y, random_state=0, validation="holdout")
 
 
 def test_a_holdout_refuses_a_splitter_it_would_ignore(phoneme):

@@ -91,14 +91,16 @@ ATTRIBUTES_DOC = """
         The fitted ensemble (the classifier's on encoded labels).
     ensemble_candidates_ : ndarray of int of shape (n_candidates,)
         Trial numbers whose OOF predictions made up the hillclimb set of ensemble selection: the
-        complete trials of this search, from every worker that joined it.
+        complete trials of this search, from every worker that joined it, and for a holdout search
+        also those the budget stopped after a rung.
     best_params_ : dict
         Parameters of the best complete trial (of a holdout search with none complete, the best one
         stopped by the budget).
     best_score_ : float
-        Its mean CV score: optimistic, being the best of many (see ``best_score_std_``).
+        Its mean CV score (a holdout search: its holdout score at the rows it reached): optimistic,
+        being the best of many (see ``best_score_std_``).
     best_score_std_ : float
-        Standard deviation of its fold scores.
+        Standard deviation of its fold scores; NaN for a holdout search (one score).
     ensemble_score_, best_single_oof_score_ : float
         Scores on all OOF predictions pooled (the hillclimb set) of the ensemble and of the best
         single trial there; as optimistic as ``best_score_`` (a mean of fold scores). The first is not
