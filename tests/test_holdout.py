@@ -25,7 +25,7 @@ from automl.search import (
 )
 from automl.search import objective as objective_module
 from automl.search import setup as search_setup
-from automl.report import report_data
+from automl.report import render_html, report_data
 from automl.space import at_rows, portfolio, rebuild, resolve_components, set_threads
 
 FIT = dict(time_budget=None, n_jobs=1, random_state=0, tracking=False, verbose=0)
@@ -208,6 +208,9 @@ def test_a_holdout_fit_ensembles_the_trials_own_models_and_repeats(phoneme, tmp_
     page = model.report(tmp_path / "report.html").read_text()
     assert "best trial holdout roc_auc" in page and "ensemble on the holdout predictions" in page
     assert "+/- nan" not in page and "fold CV of every trial" not in page
+    # The overview's trial count splits Optuna's PRUNED as the Pruning section does (no budget here: made up).
+    data["search"]["states"]["PRUNED"], data["pruning"]["n_stopped"] = 5, 2
+    assert "3 pruned, 2 stopped by the time budget" in render_html(data)
 
 
 def test_a_holdout_regression_fit(load_shared):
@@ -269,6 +272,19 @@ def test_the_holdout_holds_every_class_even_a_rare_one(phoneme):
     [(train, test)] = setup.folds
     assert set(setup.y[test]) == set(setup.y[train]) == {0, 1, 2}
     assert len(np.intersect1d(train, test)) == 0 and len(train) + len(test) == len(y)
+
+
+def test_an_automatic_holdout_does_not_warn_of_classes_rarer_than_cv_folds():
+    X, y = _wide_rows(search_setup.HOLDOUT_MIN_ROWS)
+    y = y.copy()
+    y.iloc[:3] = 2  # 3 rows: fewer than cv=5 folds, enough for a holdout
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        setup = prepare_search(X, y, random_state=0)
+    assert setup.validation == "holdout" and setup.profile.n_classes == 3
+    assert not [w for w in caught if "n_folds" in str(w.message)]
+    with pytest.warns(UserWarning, match="fewer members than n_folds=5"):
+        prepare_search(X, y, random_state=0, validation="cv")
 
 
 def test_a_small_holdout_is_warned_about(phoneme, monkeypatch):

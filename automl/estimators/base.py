@@ -208,8 +208,7 @@ class _AutoMLBase(BaseEstimator):
         if self.validation_ == "holdout":
             # Its trials' times are those of rungs on a share of the rows: a refit on all of them cannot be
             # timed from them (a fresh-eyes run overran its share 5x, another failed at full size).
-            return LeakageReport((), ("Model check not run: a holdout search (large data) does not check its "
-                                      "models yet.",))
+            return LeakageReport((), ("Model check not run: a holdout search does not check its models yet.",))
         end = None if deadline is None else deadline - (TRACKING_ALLOWANCE if self.tracking else 0.0)
         best, started = self.leaderboard_.iloc[0], time.time()
         pipeline = rebuild(self.best_params_, self.profile_, self.components_, seed)

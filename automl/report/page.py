@@ -166,7 +166,7 @@ def _overview(data):
         _card(f"best trial {on} {search['metric']}", _pm(search["best_score"], search["best_score_std"]), best_note),
         _card(f"ensemble on {'the holdout' if holdout else 'pooled OOF'} predictions",
               _fmt(data["ensemble"]["hillclimb_score"]), "also optimistic: selected on the same predictions"),
-        _card("trials", search["n_trials"], ", ".join(f"{n} {s.lower()}" for s, n in search["states"].items())),
+        _card("trials", search["n_trials"], _states(search["states"], data["pruning"].get("n_stopped", 0))),
         _card("fit time", f"{search['timings_seconds'].get('total', float('nan')):.1f} s", _budget(data)),
     ]
     if nested:
@@ -174,6 +174,17 @@ def _overview(data):
         cards.insert(1, _card("nested CV (honest)", _pm(ens["mean"], ens["sem"]),
                               f"+/- standard error over {len(nested['folds'])} outer folds (std {_fmt(ens['std'])})"))
     return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+def _states(states, n_stopped):
+    """Trials by Optuna state, the PRUNED ones split into Hyperband's and the time budget's."""
+    parts = []
+    for state, n in states.items():
+        if state == "PRUNED" and n_stopped:
+            parts.append(f"{n - n_stopped} pruned, {n_stopped} stopped by the time budget")
+        else:
+            parts.append(f"{n} {state.lower()}")
+    return ", ".join(parts)
 
 
 def _budget(data):

@@ -105,11 +105,15 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     UserWarning
         When a holdout holds fewer than :data:`HOLDOUT_WARN_ROWS` rows (only a forced one can).
     """
-    # A holdout needs two rows of a class (one on each side, see _every_class_in); a class rarer than that is dropped.
-    n_folds = 2 if validation == "holdout" else cv if isinstance(cv, int) else cv.get_n_splits()
+    auto = validation == "auto" and isinstance(cv, int)
+    # A holdout needs two rows of a class (one on each side, see _every_class_in); a class rarer than that is
+    # dropped. The data's shape before validation tells an automatic holdout already, so that the check does
+    # not warn of classes rarer than cv folds the search will not use.
+    shape = getattr(X, "shape", None)  # not np.shape: an array-like may refuse NumPy's functions
+    likely = auto and shape is not None and len(shape) == 2 and _holdout_pays(shape[0], shape[1], time_budget)
+    n_folds = 2 if validation == "holdout" or likely else cv if isinstance(cv, int) else cv.get_n_splits()
     X_clean, y_enc, _, profile = check_training_data(X, y, n_folds=n_folds, task=task)
-    holdout = validation == "holdout" or (validation == "auto" and isinstance(cv, int)
-                                          and _holdout_pays(profile, time_budget))
+    holdout = validation == "holdout" or (auto and _holdout_pays(profile.n_samples, profile.n_features, time_budget))
     metric = get_metric(metric, profile.n_classes)
     specs = resolve_components(include, components, profile)
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
@@ -122,9 +126,9 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
                        search_key(profile.fingerprint, folds, metric.name), "holdout" if len(folds) == 1 else "cv")
 
 
-def _holdout_pays(profile, time_budget):
+def _holdout_pays(rows, columns, time_budget):
     """Whether ``validation="auto"`` holds out rows: a large table, or one too large for CV in the budget."""
-    rows, cells = profile.n_samples, profile.n_samples * profile.n_features
+    cells = rows * columns
     if rows >= HOLDOUT_MIN_ROWS or cells >= HOLDOUT_MIN_CELLS:
         return True
     return (time_budget is not None and rows >= HOLDOUT_BUDGET_MIN_ROWS
