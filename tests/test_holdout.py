@@ -20,8 +20,8 @@ from automl.checks import check_before_search
 from automl.data import check_training_data
 from automl.ensemble import beats_constant
 from automl.search import (
-    CVObjective, ProgressLine, SharedSearch, get_metric, load_oof, make_pruner, model_path, oof_path, prepare_search,
-    resource_range, scored_rows,
+    CVObjective, ProgressLine, SharedSearch, fail_running, get_metric, leaderboard, load_oof, make_pruner, model_path,
+    oof_path, prepare_search, resource_range, scored_rows,
 )
 from automl.search import objective as objective_module
 from automl.search import setup as search_setup
@@ -168,6 +168,64 @@ def test_a_trial_stopped_by_the_budget_after_a_rung_keeps_its_model(phoneme, tmp
     study.optimize(objective, n_trials=1)
     assert study.trials[1].state == TrialState.PRUNED and not oof_path(tmp_path, 1).exists()
     assert list(load_oof(study, tmp_path, setup.search_key)) == [0]
+
+
+class _Killed(BaseException):
+    """What the worker's end looks like from inside the trial: nothing after it runs."""
+
+
+def test_a_trial_whose_worker_is_stopped_during_a_rung_keeps_the_last_rungs_model(phoneme, tmp_path, monkeypatch):
+    X, y = phoneme
+    setup = prepare_search(X, y, random_state=0, include=["hgb"], validation="holdout")
+    objective = CVObjective(setup.X, setup.y, setup.folds, setup.profile, setup.specs, setup.metric, tmp_path,
+                            random_state=0, search_key=setup.search_key)
+    fit_predict, calls = objective_module._fit_predict, []
+
+    def killed_in_the_second_rung(*args):
+        calls.append(len(args[1]))
+        if len(calls) == 2:
+            raise _Killed
+        return fit_predict(*args)
+
+    monkeypatch.setattr(objective_module, "_fit_predict", killed_in_the_second_rung)
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(storage=storage, study_name="s", direction="maximize")
+    trial = study.ask()
+    with pytest.raises(_Killed):
+        objective(trial)
+    assert fail_running(storage, "s") == 1  # what the fit does with its stopped worker's trial
+    frozen = study.trials[0]
+    # phoneme's first rung is a third of its 4,864 training rows (a ninth would be under 1,000 rows).
+    assert frozen.state == TrialState.FAIL and frozen.user_attrs["model_rows"] == calls[0] == 4864 // 3
+    pred = np.load(oof_path(tmp_path, 0))
+    holdout = scored_rows(setup.folds)
+    assert setup.metric(setup.y[holdout], pred) == pytest.approx(frozen.user_attrs["fold_scores"][0])
+    assert np.allclose(joblib.load(model_path(tmp_path, 0)).predict_proba(setup.X.iloc[holdout]), pred)
+    assert list(load_oof(study, tmp_path, setup.search_key)) == [0]
+    note = leaderboard(study, {}, setup.search_key)["note"][0]
+    assert note == f"stopped at the time budget during a rung; its model after {4864 // 3:,} rows is an ensemble candidate"
+
+
+class _PruneFromStep(optuna.pruners.BasePruner):
+    def __init__(self, step):
+        self.step = step
+
+    def prune(self, study, trial):
+        return trial.last_step >= self.step
+
+
+def test_a_trial_hyperband_prunes_leaves_no_model(tmp_path):
+    X, y = _wide_rows(12_000)  # 10,800 training rows: rungs of 1,200, 3,600 and 10,800 rows (steps 3, 9, 27)
+    setup = prepare_search(X, y, random_state=0, include=["hgb"], validation="holdout")
+    objective = CVObjective(setup.X, setup.y, setup.folds, setup.profile, setup.specs, setup.metric, tmp_path,
+                            random_state=0, search_key=setup.search_key)
+    study = optuna.create_study(direction="maximize", pruner=_PruneFromStep(9))  # after its second rung
+    study.optimize(objective, n_trials=1)
+    trial = study.trials[0]
+    assert trial.state == TrialState.PRUNED and trial.user_attrs["rows"] == 3600
+    assert trial.user_attrs["model_rows"] is None  # the first rung's checkpoint was written, then removed
+    assert not oof_path(tmp_path, 0).exists() and not model_path(tmp_path, 0).exists()
+    assert load_oof(study, tmp_path, setup.search_key) == {}
 
 
 def test_a_starting_point_is_pruned_on_a_holdout(phoneme, tmp_path):

@@ -19,7 +19,11 @@ from optuna.trial import TrialState
 logger = logging.getLogger(__name__)
 
 
-def fail_running(storage, study_name, launch=None, reason="stopped at the time budget"):
+# The error of a trial whose worker was stopped at the deadline (fail_running's reason).
+STOPPED_AT_DEADLINE = "stopped at the time budget"
+
+
+def fail_running(storage, study_name, launch=None, reason=STOPPED_AT_DEADLINE):
     """Mark trials left RUNNING by a stopped (or killed) worker as failed, with the reason; return their count.
 
     Parameters

@@ -309,6 +309,8 @@ class CVObjective:
                 self._keep(trial, kept)
                 trial.set_user_attr("stopped", "time budget")
                 raise optuna.TrialPruned(f"stopped by the time budget after {i} of {len(self.rungs)} rungs")
+            # A checkpoint: a worker killed at the deadline during this rung leaves the last rung's model.
+            self._keep(trial, kept)
             started = time.time()
             model, pred = _fit_predict(at_rows(pipeline, len(rows) / n_train), self.X.iloc[rows], self.y[rows],
                                        self.X.iloc[test], self.profile)
@@ -319,19 +321,28 @@ class CVObjective:
             trial.set_user_attr("rung_seconds", seconds)
             trial.report(score, step=step)
             if i + 1 < len(self.rungs) and trial.should_prune():
+                self._discard(trial)
                 raise optuna.TrialPruned(f"pruned after {len(rows)} rows")
         self._keep(trial, kept)
         trial.set_user_attr("mean_score", score)
         return score
 
     def _keep(self, trial, kept):
-        """Write a holdout trial's last model and its predictions (nothing before its first rung)."""
-        if kept is None:
+        """Write a holdout trial's last model and its predictions (nothing before its first rung, nothing twice)."""
+        if kept is None or trial.user_attrs.get("model_rows") == kept[2]:
             return
         model, pred, rows = kept
         joblib.dump(model, model_path(self.oof_dir, trial.number))
         np.save(oof_path(self.oof_dir, trial.number), pred)
         trial.set_user_attr("model_rows", rows)
+
+    def _discard(self, trial):
+        """Remove a checkpoint of a trial Hyperband pruned: it is no ensemble candidate."""
+        if trial.user_attrs.get("model_rows") is None:
+            return
+        model_path(self.oof_dir, trial.number).unlink(missing_ok=True)
+        oof_path(self.oof_dir, trial.number).unlink(missing_ok=True)
+        trial.set_user_attr("model_rows", None)
 
     def _rung_past_deadline(self, seconds, growth):
         """Whether a rung ``growth`` times the last one's rows, which took ``seconds``, would end too late.

@@ -22,7 +22,9 @@ from joblib.externals.loky.process_executor import TerminatedWorkerError
 from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
 
-from .liveness import SignedObjective, fail_dead, fail_running, finished_elsewhere, wait_for_running
+from .liveness import (
+    STOPPED_AT_DEADLINE, SignedObjective, fail_dead, fail_running, finished_elsewhere, wait_for_running,
+)
 from .objective import oof_path
 from .study import _STARTED, count_started, quiet_optuna
 from .threads import repeating, threads_per_job
@@ -183,16 +185,19 @@ def load_oof(study, oof_dir, search_key=None):
 
     The candidates are the complete trials and the trials stopped by the time budget that left an
     OOF file (a holdout trial after its first rung: its model and predictions are those of its last
-    rung, scored on the same holdout rows; a CV trial stopped between folds leaves none). A
+    rung, scored on the same holdout rows; a CV trial stopped between folds leaves none), whether
+    the trial stopped itself before a rung it had no time for, or its worker was stopped at the
+    deadline during one (:data:`~automl.search.liveness.STOPPED_AT_DEADLINE`, a failed trial). A
     complete trial whose file is missing (an earlier fit's temporary folder, a worker writing
     elsewhere) is named in a warning.
     """
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
     if search_key is not None:
         trials = [t for t in trials if t.user_attrs.get("search_key") == search_key]
     if oof_dir is None:
         return {}
-    candidates = [t for t in trials if t.state == TrialState.COMPLETE or t.user_attrs.get("stopped")]
+    candidates = [t for t in trials if t.state == TrialState.COMPLETE or t.user_attrs.get("stopped")
+                  or t.user_attrs.get("error") == STOPPED_AT_DEADLINE and t.user_attrs.get("model_rows")]
     oof = {t.number: np.load(oof_path(oof_dir, t.number)) for t in candidates
            if oof_path(oof_dir, t.number).exists()}
     missing = [t for t in trials if t.state == TrialState.COMPLETE and t.number not in oof]

@@ -15,6 +15,8 @@ import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
+from .liveness import STOPPED_AT_DEADLINE
+
 # States of the trials a search has started (WAITING ones are only enqueued).
 _STARTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
 
@@ -287,6 +289,10 @@ def _note(trial, folds):
             return f"{by} after {folds} fold(s)"
         kept = trial.user_attrs.get("model_rows")
         return f"{by} after {rows:,} rows" + ("; its model on them is an ensemble candidate" if kept else "")
+    kept = trial.user_attrs.get("model_rows")
+    if trial.state == TrialState.FAIL and kept and trial.user_attrs.get("error") == STOPPED_AT_DEADLINE:
+        # Its worker was stopped during a rung after the first (search.load_oof).
+        return f"{STOPPED_AT_DEADLINE} during a rung; its model after {kept:,} rows is an ensemble candidate"
     if trial.state == TrialState.FAIL and "error" not in trial.user_attrs:
         # Optuna fails a trial without a word when its heartbeat stops or the process is interrupted.
         return "failed with no error recorded: its worker was interrupted, killed or cut off (no heartbeat)"
