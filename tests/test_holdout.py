@@ -203,7 +203,8 @@ def test_a_trial_whose_worker_is_stopped_during_a_rung_keeps_the_last_rungs_mode
     assert np.allclose(joblib.load(model_path(tmp_path, 0)).predict_proba(setup.X.iloc[holdout]), pred)
     assert list(load_oof(study, tmp_path, setup.search_key)) == [0]
     note = leaderboard(study, {}, setup.search_key)["note"][0]
-    assert note == f"stopped at the time budget during a rung; its model after {4864 // 3:,} rows is an ensemble candidate"
+    assert note == ("stopped at the time budget during a rung; "
+                    f"its model after {4864 // 3:,} rows is an ensemble candidate")
 
 
 class _PruneFromStep(optuna.pruners.BasePruner):

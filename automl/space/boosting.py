@@ -47,46 +47,40 @@ def _take(data, rows):
     return data.iloc[rows] if hasattr(data, "iloc") else data[rows]
 
 
-def _fit_stopping_early(model, fit, X, y, sample_weight, classification):
-    y = np.asarray(y)
-    train, validation = inner_split(y, model.random_state, classification)
-    weights = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[train]}
-    X_val, y_val = _take(X, validation), y[validation]
-    evaluation = {"eval_X": (X_val,), "eval_y": (y_val,)} if _EVAL_X else {"eval_set": [(X_val, y_val)]}
-    return fit(_take(X, train), y[train], callbacks=[early_stopping(STOPPING_ROUNDS, verbose=False)],
-               **evaluation, **weights)
+class _StopsEarly:
+    """The ``fit`` of both early-stopped classes; ``_stratified`` says whether the split is stratified."""
+
+    _stratified = True
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on 90% of the rows of ``X`` (n_samples, n_features) and ``y`` (n_samples,), stopping on the rest.
+
+        Raises
+        ------
+        ValueError
+            From LightGBM, or from scikit-learn's ``train_test_split`` when the rows are too few to split.
+        """
+        y = np.asarray(y)
+        train, validation = inner_split(y, self.random_state, self._stratified)
+        weights = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[train]}
+        X_val, y_val = _take(X, validation), y[validation]
+        evaluation = {"eval_X": (X_val,), "eval_y": (y_val,)} if _EVAL_X else {"eval_set": [(X_val, y_val)]}
+        return super().fit(_take(X, train), y[train], callbacks=[early_stopping(STOPPING_ROUNDS, verbose=False)],
+                           **evaluation, **weights)
 
 
-class EarlyStoppingLGBMClassifier(LGBMClassifier):
+class EarlyStoppingLGBMClassifier(_StopsEarly, LGBMClassifier):
     """``lightgbm.LGBMClassifier`` whose ``fit`` stops on an inner :data:`VALIDATION_FRACTION` of the rows.
 
     ``n_estimators`` is the most trees it may grow; ``best_iteration_`` is where it stopped, and the
     model keeps the trees up to it (LightGBM's rule). The other parameters are LightGBM's.
     """
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit on 90% of the rows of ``X`` (n_samples, n_features) and ``y`` (n_samples,), stopping on the rest.
 
-        Raises
-        ------
-        ValueError
-            From LightGBM, or from scikit-learn's ``train_test_split`` when the rows are too few to split.
-        """
-        return _fit_stopping_early(self, super().fit, X, y, sample_weight, classification=True)
-
-
-class EarlyStoppingLGBMRegressor(LGBMRegressor):
+class EarlyStoppingLGBMRegressor(_StopsEarly, LGBMRegressor):
     """``lightgbm.LGBMRegressor`` whose ``fit`` stops on an inner :data:`VALIDATION_FRACTION` of the rows.
 
     As :class:`EarlyStoppingLGBMClassifier`; the split is not stratified.
     """
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit on 90% of the rows of ``X`` (n_samples, n_features) and ``y`` (n_samples,), stopping on the rest.
-
-        Raises
-        ------
-        ValueError
-            From LightGBM, or from scikit-learn's ``train_test_split`` when the rows are too few to split.
-        """
-        return _fit_stopping_early(self, super().fit, X, y, sample_weight, classification=False)
+    _stratified = False
