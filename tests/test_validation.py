@@ -196,6 +196,22 @@ def test_kinds_and_conversions(mixed):
     assert X_clean.dtypes.astype(str).tolist() == ["float64", "object", "float64", "float64"]
 
 
+def test_single_precision_columns_stay_float32_in_training_and_at_predict_time(credit):
+    X, y = credit
+    X = X.astype({"A2": "float32", "A3": "float16"})
+    X_clean, _, _, profile = fit_quietly(X, y, n_folds=5)
+    assert X_clean["A2"].dtype == np.float32 and X_clean["A3"].dtype == np.float32
+    assert X_clean["A8"].dtype == np.float64  # float64 in, float64 out
+    np.testing.assert_array_equal(X_clean["A2"].to_numpy(), X["A2"].to_numpy())  # exact, NaN where missing
+    assert profile.float_dtype is np.float64  # A8, A11, A14, A15 are not single precision
+    # New rows held to the training dtypes, whatever they come as: the model sees float32 again.
+    new = check_prediction_data(X.head(5).astype({"A2": "float64"}), profile)
+    assert new["A2"].dtype == np.float32 and new["A8"].dtype == np.float64
+    numeric = list(profile.numeric_columns)
+    single = fit_quietly(X.astype({c: "float32" for c in numeric}), y, n_folds=5)[3]
+    assert single.float_dtype is np.float32
+
+
 def test_missing_booleans_timezones_and_object_columns():
     X = pd.DataFrame(
         {

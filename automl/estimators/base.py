@@ -25,7 +25,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..checks import LeakageReport, check_before_search, check_in_time
-from ..data import check_prediction_data
+from ..data import check_prediction_data, memory_mapped
 from ..ensemble import beats_constant, build_ensemble, final_fit_seconds, fit_fallback, use_fallback
 from ..report import report_artifacts, report_data, write_model_report
 from ..search import (
@@ -151,7 +151,15 @@ class _AutoMLBase(BaseEstimator):
             If every trial failed and the fallback model could not be fit either.
         """
         started = time.time()
-        setup = self._prepare(X, y)
+        # Everything the fit leaves in the folder (the frame the workers map, the journal, OOF files, a
+        # holdout search's models) is read before it goes.
+        with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
+            setup = self._prepare(X, y, workdir)
+            self._fit_prepared(setup, X, y, workdir, started)
+        return self
+
+    def _fit_prepared(self, setup, X, y, workdir, started):
+        """The fit after :meth:`_prepare`: leak check, search, ensemble, model check, tracking."""
         X_clean, y_enc, folds, metric, seed = setup.X, setup.y, setup.folds, setup.metric, setup.seed
         deadline, final = self._deadlines(started)
         self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check)
@@ -160,11 +168,9 @@ class _AutoMLBase(BaseEstimator):
         self.mlflow_tracking_uri_ = tracker.tracking_uri
         self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), versions)
         try:
-            # The ensemble is built inside the folder: a holdout search's members are models its trials left there.
-            with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
-                result = self._search(setup, final, tracker, workdir, target_name=getattr(y, "name", None))
-                ensemble_started = time.time()
-                self.ensemble_, weights, hillclimb = self._fit_ensemble(result, setup, final)
+            result = self._search(setup, final, tracker, workdir, target_name=getattr(y, "name", None))
+            ensemble_started = time.time()
+            self.ensemble_, weights, hillclimb = self._fit_ensemble(result, setup, final)
             self._set_results(result, weights, hillclimb, metric, ensemble_started)
             self.leak_report_ += self._check_model(X_clean, y_enc, folds, metric, seed, deadline)
             self.timings_["total"] = time.time() - started  # so far, for the report logged next
@@ -180,12 +186,13 @@ class _AutoMLBase(BaseEstimator):
         tracker.end_fit()
         self.timings_["tracking"] = tracker.seconds + result.callback_seconds
         self.timings_["total"] = time.time() - started
-        return self
 
-    def _prepare(self, X, y):
+    def _prepare(self, X, y, workdir):
         """Check the parameters, prepare the search (:func:`automl.search.prepare_search`), set what it learnt.
 
         Sets ``profile_``, the target attributes, ``random_state_``, ``components_``, ``search_key_``.
+        The validated frame, the target and the folds are then read from a file in ``workdir`` that the
+        search's workers map too (:func:`automl.data.memory_mapped`): one copy for all of them.
 
         Returns
         -------
@@ -199,7 +206,8 @@ class _AutoMLBase(BaseEstimator):
         self.search_key_, self.validation_ = setup.search_key, setup.validation
         self._set_target(y)
         self._set_input_features(X)
-        return setup
+        X_held, y_held, folds = memory_mapped(workdir, setup.X, setup.y, setup.folds)
+        return setup._replace(X=X_held, y=y_held, folds=folds)
 
     def _check_model(self, X, y, folds, metric, seed, deadline):
         """Model-level leak check on the best single pipeline (one refit per fold, not per member)."""

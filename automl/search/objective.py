@@ -25,6 +25,7 @@ worker; a holdout trial also writes its fitted model to ``trial_<number>.joblib`
 import hashlib
 import time
 import warnings
+from functools import cached_property
 from pathlib import Path
 
 import joblib
@@ -257,10 +258,20 @@ class CVObjective:
         self.oof_dir, self.deadline, self.random_state = oof_dir, deadline, random_state
         self.search_key = search_key
         self.threads = 1
-        self.scored = scored_rows(folds)  # once: every trial's OOF array holds these rows, in this order
-        self.rungs = None
-        if is_holdout(folds):
-            self.rungs = row_rungs(folds[0][0], y, random_state or 0, profile.task != "regression")
+
+    # Both are made on first use, in the worker: sent to it, their megabytes of indices would be copied
+    # to /dev/shm by joblib's executor, and left there when a busy worker is stopped.
+    @cached_property
+    def scored(self):
+        """Every trial's OOF array holds these rows, in this order (:func:`scored_rows`)."""
+        return scored_rows(self.folds)
+
+    @cached_property
+    def rungs(self):
+        """A holdout's :func:`row_rungs`, else None."""
+        if not is_holdout(self.folds):
+            return None
+        return row_rungs(self.folds[0][0], self.y, self.random_state or 0, self.profile.task != "regression")
 
     def __call__(self, trial):
         try:

@@ -109,7 +109,7 @@ def _suggest_preprocessor(trial, profile, spec, random_state):
     transformers = []
     if categorical:
         steps = _categorical_imputer(trial, profile, spec, categorical)
-        steps.append(_encoder(trial, encoder_key, spec, random_state, profile.task == "regression"))
+        steps.append(_encoder(trial, encoder_key, spec, random_state, profile))
         transformers.append(("categorical", _chain(steps), categorical))
     numeric = list(profile.numeric_columns)
     if numeric:
@@ -156,21 +156,21 @@ def _categorical_imputer(trial, profile, spec, columns):
     return [("imputer", SimpleImputer(strategy=strategy, fill_value="missing"))]
 
 
-def _encoder(trial, key, spec, random_state, regression=False):
+def _encoder(trial, key, spec, random_state, profile):
     if key == "onehot":
         min_frequency = trial.suggest_float("encoder.onehot.min_frequency", 1e-3, 0.1, log=True)
-        return ("encoder", OneHotEncoder(
-            handle_unknown="infrequent_if_exist", min_frequency=min_frequency, sparse_output=False
-        ))
-    if key == "target":
+        return ("encoder", OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=min_frequency,
+                                         sparse_output=False, dtype=profile.float_dtype))
+    if key == "target":  # float64 whatever the table: TargetEncoder has no dtype
         if _TARGET_ENCODER_SEEDED_BY_CV:
-            splitter = KFold if regression else StratifiedKFold
+            splitter = KFold if profile.task == "regression" else StratifiedKFold
             folds = splitter(n_splits=5, shuffle=True, random_state=random_state)
             return ("encoder", TargetEncoder(cv=folds))
         return ("encoder", TargetEncoder(random_state=random_state))
     # Unknown levels become NaN for families that handle it (read as missing), else the code -1.
     unknown = np.nan if spec.handles_missing else -1
-    return ("encoder", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=unknown))
+    return ("encoder", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=unknown,
+                                      dtype=profile.float_dtype))
 
 
 def rebuild(params, profile, specs, random_state=None):

@@ -1,0 +1,85 @@
+"""Peak memory of one fit, as summed RSS and as PSS of its process tree, beside the frame's own size.
+
+    .venv/bin/python benchmarks/memory.py 1000000 60        # synthetic-1m's 800,000 training rows, 60 s
+    .venv/bin/python benchmarks/memory.py 6250 30 '{"validation": "holdout"}'   # the fixed overhead
+
+Fits AutoClassifier (n_jobs=2, tracking off) on the first 80% of ``synthetic_table(rows)`` and prints one
+JSON line: ``frame_mb`` (``memory_usage(deep=True)`` of the training frame), ``start_rss_mb`` (this
+process before the fit: imports and the data), ``peak_rss_mb`` and ``peak_pss_mb``, polled every 0.1 s
+over this process and its descendants. Summed RSS counts a page that two processes map once in each
+(the frame the fit and its worker share); PSS (proportional set size, Linux ``smaps_rollup``) splits
+it between them, so it is the physical memory of the tree. ``compare.py`` reports summed RSS.
+Options as JSON, passed to AutoClassifier. Run it on a quiet machine.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from peers.data import synthetic_table
+
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+POLL_SECONDS = 0.1
+
+
+def tree(root):
+    """Pids of ``root`` and its descendants."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:  # the process ended while we looked
+            continue
+    members, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in members]
+        members.update(children)
+        frontier.extend(children)
+    return members
+
+
+def usage(pids):
+    """Summed RSS and PSS of ``pids``, in MB."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            rss += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_BYTES
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+        except OSError:
+            continue
+        pss += sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:"))
+    return rss / 1e6, pss / 1e6
+
+
+def main(rows, budget, options):
+    X, y, _ = synthetic_table(rows)
+    n_train = int(rows * 0.8)
+    X, y = X.iloc[:n_train].reset_index(drop=True), y.iloc[:n_train].reset_index(drop=True)
+    from automl import AutoClassifier
+
+    start, peaks, done = usage(tree(os.getpid())), [0.0, 0.0], threading.Event()
+
+    def poll():
+        while not done.is_set():
+            peaks[:] = map(max, peaks, usage(tree(os.getpid())))
+            time.sleep(POLL_SECONDS)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    started = time.time()
+    params = dict(time_budget=budget, n_jobs=2, random_state=0, tracking=False, verbose=0, **options)
+    model = AutoClassifier(**params).fit(X, y)
+    wall = time.time() - started
+    done.set()
+    watcher.join()
+    print(json.dumps({"rows": n_train, "frame_mb": round(X.memory_usage(deep=True).sum() / 1e6),
+                      "start_rss_mb": round(start[0]), "peak_rss_mb": round(peaks[0]), "peak_pss_mb": round(peaks[1]),
+                      "wall": round(wall, 1), "validation": model.validation_, "trials": len(model.leaderboard_)}))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})
