@@ -41,7 +41,7 @@ def _add_search_arguments(p):
     p.add_argument("--validation", choices=["auto", "cv", "holdout"], default="auto",
                    help="default auto: a holdout (rows as Hyperband's resource) from 100,000 rows or 10 million "
                         "cells, or from 20,000 rows and 1.5 million cells (more past 600 s of budget); else --cv folds")
-    p.add_argument("--n-jobs", type=int, default=1, help="worker processes of each search")
+    p.add_argument("--n-jobs", type=int, default=1, help="worker processes of each search (-1: all cores)")
     p.add_argument("--random-state", type=int, default=None)
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")
     p.add_argument("--tracking-uri", default=None)
@@ -226,7 +226,8 @@ def add_worker_parser(subparsers):
     p.add_argument("--target", default=None, help="target column (default: the one the fit published)")
     p.add_argument("--time-budget", type=_budget, default=None,
                    help="wall seconds this worker works at most (default: until the search ends)")
-    p.add_argument("--n-jobs", type=_positive, default=1, help="worker processes on this machine")
+    p.add_argument("--n-jobs", type=_n_jobs, default=1,
+                   help="worker processes on this machine (-1: all cores, -2: all but one)")
     p.add_argument("--oof-dir", default=None,
                    help="the fit's --oof-dir as this machine mounts it, if at another path (default: the fit's path)")
     p.add_argument("--tracking-uri", default=None, help="MLflow URI for trial runs (default: the fit's)")
@@ -260,10 +261,10 @@ def run_worker(args):
     return 1 if result.died else 0
 
 
-def _positive(text):
+def _n_jobs(text):
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value == 0:
+        raise argparse.ArgumentTypeError("must not be 0 (-1: all cores, -2: all but one)")
     return value
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from mlflow.tracking import MlflowClient
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -72,8 +73,11 @@ def main():
     report = model.report(Path("automl_runs") / "demo-report.html")
     print(f"\nReport (open in a browser, no network needed): {report.resolve()}")
     mlflow = Path(sys.executable).with_name("mlflow")
+    experiment = MlflowClient(model.mlflow_tracking_uri_).get_run(model.mlflow_run_id_).info.experiment_id
     print(f"\nMLflow parent run {model.mlflow_run_id_}; browse every trial with:\n"
-          f"  {mlflow} ui --backend-store-uri {model.mlflow_tracking_uri_}")
+          f"  {mlflow} ui --backend-store-uri {model.mlflow_tracking_uri_}\n"
+          f"then open http://127.0.0.1:5000/#/experiments/{experiment}/runs/{model.mlflow_run_id_} "
+          "(the README's 'Browsing trials in MLflow' says where to click)")
 
 
 if __name__ == "__main__":

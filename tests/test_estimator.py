@@ -5,6 +5,7 @@ import warnings
 from datetime import timedelta
 from types import SimpleNamespace
 
+import joblib
 import numpy as np
 import optuna
 import pandas as pd
@@ -191,6 +192,8 @@ def test_every_trial_failing_falls_back_with_warning(credit_g):
                    "Got 'five' instead."),
     ("include", "hgb", "The 'include' parameter of AutoClassifier must be a list of str or None. "
                        "Got 'hgb' instead."),
+    ("n_jobs", 0, "The 'n_jobs' parameter of AutoClassifier must be an int in [1, inf) or an int in "
+                  "(-inf, -1]. Got 0 instead."),
 ])
 def test_invalid_parameter_message(credit_g, name, value, expected):
     X, y, _, _ = credit_g
@@ -205,6 +208,27 @@ def test_unknown_family_lists_valid_keys(credit_g):
         AutoClassifier(**dict(TINY, include=["catboostish"])).fit(X, y)
 
 
+def test_negative_n_jobs_counts_the_cores_as_joblib_does(credit_g, monkeypatch):
+    X, y, _, _ = credit_g
+    monkeypatch.setattr(joblib, "cpu_count", lambda *args, **kwargs: 3)
+    # A time budget, so that the trials run in the resolved number of worker processes.
+    params = dict(TINY, time_budget=600, n_trials=2)
+    assert AutoClassifier(**dict(params, n_jobs=-1)).fit(X, y).n_jobs_ == 3
+    model = AutoClassifier(**dict(params, n_jobs=-2)).fit(X, y)
+    assert model.n_jobs_ == 2 and model.get_params()["n_jobs"] == -2
+    assert len(model.leaderboard_) == 2 and "FAIL" not in set(model.leaderboard_["state"])
+
+
+def test_a_refit_on_an_unnamed_array_forgets_the_column_names(credit_g):
+    X, y, _, _ = credit_g
+    numeric = X.select_dtypes("number")
+    model = AutoClassifier(**TINY).fit(numeric, y)
+    assert list(model.feature_names_in_) == list(numeric.columns)
+    model.fit(numeric.to_numpy()[:, :5], y)  # as scikit-learn's estimators do: the old names would lie
+    assert model.n_features_in_ == 5 and not hasattr(model, "feature_names_in_")
+    assert model.predict_proba(numeric.to_numpy()[:3, :5]).shape == (3, 2)
+
+
 def test_clone_keeps_params():
     model = AutoClassifier(**TINY)
     assert clone(model).get_params() == model.get_params()
@@ -214,10 +238,29 @@ def test_unseen_category_and_missing_column_at_predict(credit_g):
     X, y, X_test, _ = credit_g
     model = AutoClassifier(**dict(TINY, include=["logreg", "hgb"], n_trials=4, cv=3)).fit(X, y)
     unseen = X_test.head(5).assign(purpose="time machine", checking_status="never seen")
-    proba = model.predict_proba(unseen)
+    unseen.loc[unseen.index[0], "purpose"] = "a boat"
+    with pytest.warns(DataRepairWarning) as caught:
+        proba = model.predict_proba(unseen)
+    assert [str(w.message).split(". Families")[0] for w in caught] == [  # one warning per call, each column named
+        "Categories unseen in training, in 2 column(s): 'checking_status' 5 value(s) ('never seen'), "
+        "'purpose' 5 value(s) (2 distinct, e.g. 'a boat')"]
     assert proba.shape == (5, 2) and np.isfinite(proba).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataRepairWarning)  # levels seen in training: no warning
+        model.predict_proba(X.head(5))
     with pytest.raises(ValueError, match="credit_amount"):
         model.predict(X_test.drop(columns=["credit_amount"]))
+
+
+def test_an_unseen_category_is_read_as_missing_by_ordinal_families(credit_g):
+    """What the warning says: HGB (ordinal codes) predicts an unseen level as a missing cell."""
+    X, y, X_test, _ = credit_g
+    model = AutoClassifier(**dict(TINY, include=["hgb"], n_trials=1)).fit(X, y)
+    rows = X_test.head(20)
+    with pytest.warns(DataRepairWarning, match="'purpose' 20 value"):
+        unseen = model.predict_proba(rows.assign(purpose="time machine"))
+    np.testing.assert_allclose(unseen, model.predict_proba(rows.assign(purpose=np.nan)))
+    assert not np.allclose(unseen, model.predict_proba(rows))  # the column matters to this model
 
 
 def test_value_missing_at_predict_in_a_column_complete_in_training(credit_g):
@@ -299,6 +342,7 @@ def test_a_top_up_keeps_time_for_a_busy_trial_and_for_restarting_stopped_workers
     monkeypatch.setattr(estimator_module, "final_fit_seconds", lambda *args, **kwargs: 0.5)
     setup = SimpleNamespace(y=None, folds=None, metric=None, seed=0)
     model = AutoClassifier(time_budget=60, tracking=False)
+    model.n_jobs_ = 1  # as the fit's _prepare sets it
 
     def top_up(longest=0.4, stopped=0, start_seconds=6.0):
         # Trial 1 ran 30 s but left no OOF predictions (pruned): it does not set the margin.

@@ -131,7 +131,8 @@ def test_outer_cv_below_two_is_refused(credit_g):
     message = r"The 'outer_cv' parameter of nested_cv must be an int in \[2, inf\) or a CV splitter. Got 1"
     with pytest.raises(ValueError, match=message):
         nested_cv(AutoClassifier(**TINY), X, y, outer_cv=1)
-    with pytest.raises(ValueError, match="'n_jobs' parameter of nested_cv"):
+    with pytest.raises(ValueError, match=r"'n_jobs' parameter of nested_cv must be an int in \[1, inf\) or an int "
+                                         r"in \(-inf, -1\]. Got 0"):
         nested_cv(AutoClassifier(**TINY), X, y, n_jobs=0)
 
 

@@ -15,7 +15,7 @@ from automl import AutoClassifier
 from automl.cli import main
 from automl.estimators import QUANTITIES, NestedCVReport
 from automl.estimators import base as estimator_base
-from automl.report import TOP_N, render_html, report_data, write_report
+from automl.report import TOP_N, render_html, report_data, run_description, write_report
 from automl.space import ComponentSpec
 from automl.tracking import read_run_json
 
@@ -143,6 +143,10 @@ def test_a_fit_where_no_trial_finished_says_so(load_shared, tmp_path):
     assert "the fallback (the portfolio's logistic or ridge regression)" in page
     assert "Model check not run: no trial finished." in page
     assert page.count("data:image/png") == 1  # only the folds plot: every trial failed at fold 0
+    description = run_description(report_data(model))  # the MLflow run's, from the same data
+    assert "Trials: 2 (2 failed)." in description
+    assert "No trial beat the fallback: the model is a logistic or ridge regression." in description
+    assert "Best trial" not in description
 
 
 def test_the_fallback_on_a_sample_keeps_every_class(load_shared, monkeypatch):

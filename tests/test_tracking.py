@@ -1,9 +1,11 @@
 """Tests of automl.tracking against a real MLflow server and a real SQLite store (no mocks)."""
 
+import hashlib
 import json
 import logging
 import os
 import pickle
+import re
 import subprocess
 import sys
 import time
@@ -27,9 +29,10 @@ from automl.tracking.runs import _batches
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 N_FOLDS = 3
-N_TRIALS = 5
+N_TRIALS = 6
 PRUNED_TRIAL = 2
 FAILED_TRIAL = 3
+STOPPED_TRIAL = 5  # by the time budget: Optuna's PRUNED, with the user attribute "stopped"
 PARENT_PARAMS = {"n_rows": 40, "seed": None, "note": "x" * 7000}  # MLflow keeps 6000 characters
 PARENT_TAGS = {"task": "binary", "mlflow.runName": "fit-under-test"}
 
@@ -78,6 +81,9 @@ def _objective(trial):
         trial.report(float(np.mean(scores)), fold)
         if trial.number == PRUNED_TRIAL and fold == 1:
             raise optuna.TrialPruned()
+        if trial.number == STOPPED_TRIAL and fold == 1:
+            trial.set_user_attr("stopped", "time budget")
+            raise optuna.TrialPruned()
     trial.set_user_attr("mean_score", float(np.mean(scores)))
     trial.set_user_attr("std_score", float(np.std(scores)))
     return float(np.mean(scores))
@@ -85,7 +91,7 @@ def _objective(trial):
 
 @pytest.fixture(scope="module")
 def tracked_study(mlflow_server):
-    """A fit's parent run and a 5-trial study (3 complete, 1 pruned, 1 failed) logged under it."""
+    """A fit's parent run and a 6-trial study (3 complete, 1 pruned, 1 failed, 1 stopped) logged under it."""
     tracker = MLflowTracker(mlflow_server, "automl-test")
     assert tracker.start_fit(PARENT_PARAMS, PARENT_TAGS) is not None
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
@@ -129,7 +135,12 @@ def test_start_fit_logs_the_parent_run(tracked_study, client):
     run = client.get_run(tracker.parent_run_id)
     assert client.get_experiment(run.info.experiment_id).name == "automl-test"
     assert run.info.run_name == "fit-under-test"
-    assert run.data.params == {"n_rows": "40", "seed": "None", "note": "x" * 6000}
+    note = run.data.params.pop("note")
+    assert run.data.params == {"n_rows": "40", "seed": "None"}
+    # Cut to MLflow's 6,000 characters with a marker that tells values apart by their digest.
+    digest = hashlib.sha256(PARENT_PARAMS["note"].encode()).hexdigest()[:16]
+    assert len(note) == 6000 and note.endswith(f" ...[cut: 7000 characters, sha256 {digest}]")
+    assert note.startswith("x" * 5900)
     assert run.data.tags["task"] == "binary"
     assert run.info.status == "RUNNING"
     assert tracker.n_failures == 0
@@ -142,7 +153,6 @@ def test_each_trial_is_a_nested_run_with_its_contract(tracked_study, client):
     assert sorted(runs) == list(range(N_TRIALS))
     for trial in study.trials:
         run = runs[trial.number]
-        assert run.info.run_name == f"trial-{trial.number}"
         assert run.data.tags["state"] == trial.state.name
         assert run.data.tags["family"] == trial.user_attrs["family"]
         assert run.data.params == {key: str(value) for key, value in trial.params.items()}
@@ -166,9 +176,13 @@ def test_trial_runs_carry_state_status_and_error(tracked_study, client):
     states = {trial.number: trial.state for trial in study.trials}
     assert states[PRUNED_TRIAL] == optuna.trial.TrialState.PRUNED
     assert states[FAILED_TRIAL] == optuna.trial.TrialState.FAIL
+    assert states[STOPPED_TRIAL] == optuna.trial.TrialState.PRUNED
+    endings = {PRUNED_TRIAL: (" pruned", "FINISHED"), FAILED_TRIAL: (" failed", "FAILED"),
+               STOPPED_TRIAL: (" stopped by the budget", "KILLED")}
     for number, run in runs.items():
         complete = states[number] == optuna.trial.TrialState.COMPLETE
-        assert run.info.status == ("FAILED" if number == FAILED_TRIAL else "FINISHED")
+        suffix, status = endings.get(number, ("", "FINISHED"))
+        assert (run.info.run_name, run.info.status) == (f"trial-{number}{suffix}", status)
         assert ("mean_score" in run.data.metrics) == complete
         assert ("std_score" in run.data.metrics) == complete
         assert ("error" in run.data.tags) == (number == FAILED_TRIAL)
@@ -406,6 +420,14 @@ def test_autoclassifier_fit_logs_parent_and_every_trial_to_a_server(mlflow_serve
     ).fit(X.iloc[:400], y.iloc[:400])
     parent = client.get_run(model.mlflow_run_id_)
     assert parent.info.status == "FINISHED"
+    # Named and described from the fit, so that the runs table says which fit is which and what it did.
+    assert re.fullmatch(r"AutoClassifier · class · 6 trials · \d{4}-\d\d-\d\d \d\d:\d\d", parent.info.run_name)
+    note = parent.data.tags["mlflow.note.content"]
+    best = model.leaderboard_.iloc[0]
+    assert note.startswith("AutoClassifier on 400 rows x 20 columns (binary), roc_auc on CV")
+    assert f"Trials: 6 ({model.leaderboard_['state'].value_counts().get('COMPLETE')} complete" in note
+    assert f"Best trial {best['trial']} ({best['family']}): {best['mean']:.4f} +/- {best['std']:.4f}" in note
+    assert f"Ensemble of {(model.leaderboard_['weight'] > 0).sum()} (" in note
     assert parent.data.params["n_samples"] == "400" and parent.data.params["metric"] == "roc_auc"
     assert parent.data.metrics["best_score"] == pytest.approx(model.best_score_)
     artifacts = {a.path for a in client.list_artifacts(model.mlflow_run_id_)}

@@ -431,7 +431,8 @@ def test_prediction_keeps_unseen_categories_as_str(mixed):
     X, y = mixed
     profile = fit_quietly(X, y)[3]
     new = X.head(2).assign(cat=pd.Series(["zebra", None], dtype="category"))
-    result = predict_quietly(new, profile)
+    with pytest.warns(DataRepairWarning, match=r"in 1 column\(s\): 'cat' 1 value\(s\) \('zebra'\)\. Families"):
+        result = check_prediction_data(new, profile)
     assert result["cat"].dtype == object
     assert result["cat"].iloc[0] == "zebra" and np.isnan(result["cat"].iloc[1])
 

@@ -229,7 +229,11 @@ def check_prediction_data(X, profile):
 
     DataFrame columns are matched by name (order does not matter); array columns are matched by
     position against ``profile.input_columns``. Columns dropped in training are ignored silently.
-    Categories unseen in training are kept as str values for the pipeline's encoders to handle.
+    Categories unseen in training are kept as str values for the pipeline's encoders to handle, with
+    a warning: an ordinal encoder (the families that read missing values: HGB, LightGBM, XGBoost,
+    CatBoost) gives them the code of a missing value, so they get the prediction of a missing cell; a
+    one-hot encoder reads them as its infrequent level when it has one, else as no level (all zeros);
+    a target encoder gives them the training target's mean.
 
     Parameters
     ----------
@@ -254,7 +258,8 @@ def check_prediction_data(X, profile):
     Warns
     -----
     DataRepairWarning
-        When X has columns unknown at training time; they are ignored.
+        When X has columns unknown at training time (they are ignored), and once per call when
+        categorical columns hold values unseen in training, naming each column with its count.
 
     Examples
     --------
@@ -262,8 +267,12 @@ def check_prediction_data(X, profile):
     >>> X = pd.DataFrame({"size": [1.0, 2.0, 3.0, 4.0], "color": ["red", "blue", "red", "blue"]})
     >>> profile = check_training_data(X, [0, 1, 0, 1], n_folds=2)[3]
     >>> new = pd.DataFrame({"color": ["green", None], "size": [5, 6]})
-    >>> check_prediction_data(new, profile).to_dict("list")
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     check_prediction_data(new, profile).to_dict("list")
     {'size': [5.0, 6.0], 'color': ['green', nan]}
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    Categories unseen in training, in 1 column(s): 'color' 1 value(s) ('green'). ...
     """
     frame = _to_frame(X, names=profile.input_columns)
     # No model reads an identifier column: one left out at predict time is filled with missing values.
@@ -282,7 +291,26 @@ def check_prediction_data(X, profile):
     kinds = {column: profile.kinds[column] for column in profile.feature_names}
     X_clean = _convert_frame(frame[list(profile.feature_names)], kinds, profile.dtypes or {})
     _check_finite(X_clean)
+    _warn_unseen_categories(X_clean, profile)
     return X_clean
+
+
+def _warn_unseen_categories(X_clean, profile):
+    """One warning for the categorical values that training never saw: column, count, an example."""
+    unseen = {}
+    for name in profile.categorical_columns:
+        values = X_clean[name]
+        new = values[values.notna() & ~values.isin(profile.categories[name])]
+        if len(new):
+            levels = new.unique()
+            example = f"{len(levels)} distinct, e.g. {levels[0]!r}" if len(levels) > 1 else repr(levels[0])
+            unseen[name] = f"{len(new)} value(s) ({example})"
+    if unseen:
+        listing = ", ".join(f"{name!r} {text}" for name, text in unseen.items())
+        warnings.warn(f"Categories unseen in training, in {len(unseen)} column(s): {listing}. Families on "
+                      "ordinal codes (HGB, LightGBM, XGBoost, CatBoost) predict them as a missing value, one-hot "
+                      "ones as the infrequent level or none, target encoding as the training mean.",
+                      DataRepairWarning, stacklevel=3)
 
 
 def _to_frame(X, names=None):

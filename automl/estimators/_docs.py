@@ -29,9 +29,10 @@ PARAMETERS_DOC = """
         1.5 million and 2,500 per second of ``time_budget`` (FLAML's rate; 9 million at an hour), where
         CV would leave too few trials; else CV. A splitter of one split is a holdout too.
     n_jobs : int, default=1
-        Worker processes sharing the study; threads per model are the cores shared out between
-        them. A holdout search runs one process whose models use the threads of all ``n_jobs``
-        (few long trials: a model sooner, one copy of the data). With ``n_jobs=1`` and
+        Worker processes sharing the study; -1 means all cores, -2 all but one, as in joblib and
+        scikit-learn (the number used is ``n_jobs_``); 0 raises ``ValueError``. Threads per model
+        are the cores shared out between them. A holdout search runs one process whose models use
+        the threads of all ``n_jobs`` (few long trials: a model sooner, one copy of the data). With ``n_jobs=1`` and
         ``time_budget=None`` the trials run in this process and the fit is reproducible under
         ``random_state``.
     random_state : int or None, default=None
@@ -115,6 +116,9 @@ ATTRIBUTES_DOC = """
     random_state_ : int
         The seed the fit used (drawn at random when ``random_state`` is None), so that any trial can be
         rebuilt: ``rebuild(params, profile_, components_, random_state_)``.
+    n_jobs_ : int
+        The worker processes ``n_jobs`` asked for, a negative value resolved against the cores
+        (joblib's rule, with :func:`joblib.cpu_count`, which honours a container's CPU quota).
     components_ : list of ComponentSpec
         The model families the search offered.
     n_trials_killed_ : int

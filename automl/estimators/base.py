@@ -27,10 +27,10 @@ from sklearn.utils.validation import check_is_fitted
 from ..checks import LeakageReport, check_before_search, check_in_time
 from ..data import check_prediction_data, memory_mapped
 from ..ensemble import beats_constant, build_ensemble, final_fit_seconds, fit_fallback, use_fallback
-from ..report import report_artifacts, report_data, write_model_report
+from ..report import report_artifacts, report_data, run_description, write_model_report
 from ..search import (
     ProgressLine, SharedSearch, check_storage_spelling, count_started, in_memory_copy, leaderboard, load_trial_model,
-    open_storage, prepare_search, prepare_study, run_search, threads_per_job,
+    open_storage, prepare_search, prepare_study, resolve_n_jobs, run_search, threads_per_job,
 )
 from ..space import portfolio, rebuild
 from ..tracking import input_example, make_tracker, package_versions
@@ -85,7 +85,7 @@ class _AutoMLBase(BaseEstimator):
         "metric": [P.instance_of(str, "a str"), P.is_none()],
         "cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
         "validation": [P.options("auto", "cv", "holdout")],
-        "n_jobs": [P.interval(int, 1, None)],
+        "n_jobs": [P.interval(int, 1, None), P.interval(int, None, -1)],
         "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
         "include": [P.instance_of(Sequence, "a list of str", exclude=str), P.is_none()],
         "components": [P.instance_of(Sequence, "a sequence of ComponentSpec")],
@@ -165,6 +165,7 @@ class _AutoMLBase(BaseEstimator):
         self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
+        versions["mlflow.runName"] = self._run_name(y)
         self.mlflow_tracking_uri_ = tracker.tracking_uri
         self.mlflow_run_id_ = tracker.start_fit(self._run_params(metric, seed, len(folds)), versions)
         try:
@@ -174,11 +175,13 @@ class _AutoMLBase(BaseEstimator):
             self._set_results(result, weights, hillclimb, metric, ensemble_started)
             self.leak_report_ += self._check_model(X_clean, y_enc, folds, metric, seed, deadline)
             self.timings_["total"] = time.time() - started  # so far, for the report logged next
+            report = report_data(self) if tracker.parent_run_id else None
             tracker.log_fit_results(
                 artifacts={"leaderboard.csv": self.leaderboard_, "leak_report.csv": self.leak_report_.to_frame(),
                            "ensemble_weights.json": {str(n): w for n, w in weights.items()},
-                           **(report_artifacts(report_data(self)) if tracker.parent_run_id else {})},
+                           **(report_artifacts(report) if report else {})},
                 model=self, metrics=self._run_metrics(), input_example=input_example(X),
+                tags={"mlflow.note.content": run_description(report)} if report else None,
             )
         except BaseException:
             tracker.end_fit("FAILED")
@@ -190,7 +193,7 @@ class _AutoMLBase(BaseEstimator):
     def _prepare(self, X, y, workdir):
         """Check the parameters, prepare the search (:func:`automl.search.prepare_search`), set what it learnt.
 
-        Sets ``profile_``, the target attributes, ``random_state_``, ``components_``, ``search_key_``.
+        Sets ``profile_``, the target attributes, ``random_state_``, ``n_jobs_``, ``components_``, ``search_key_``.
         The validated frame, the target and the folds are then read from a file in ``workdir`` that the
         search's workers map too (:func:`automl.data.memory_mapped`): one copy for all of them.
 
@@ -199,6 +202,7 @@ class _AutoMLBase(BaseEstimator):
         setup : SearchSetup
         """
         self._check_params()
+        self.n_jobs_ = resolve_n_jobs(self.n_jobs)
         setup = prepare_search(X, y, task=self._task, metric=self.metric, cv=self.cv, random_state=self.random_state,
                                include=self.include, components=self.components, validation=self.validation,
                                time_budget=self.time_budget)
@@ -307,6 +311,8 @@ class _AutoMLBase(BaseEstimator):
         columns = getattr(X, "columns", None)
         if columns is not None and all(isinstance(c, str) for c in columns):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):  # a refit on unnamed columns: scikit-learn's estimators do the same
+            del self.feature_names_in_
 
     def _search(self, setup, deadline, tracker, workdir, target_name=None):
         storage = open_storage(self.storage, workdir)
@@ -376,9 +382,9 @@ class _AutoMLBase(BaseEstimator):
         takes long: one process whose models use all ``n_jobs`` workers' threads gives a model sooner and
         holds one copy of the data instead of ``n_jobs``. Otherwise ``n_jobs`` processes.
         """
-        if setup.validation != "holdout" or self.n_jobs == 1:
-            return self.n_jobs, None
-        threads = self.n_jobs * threads_per_job(self.n_jobs)
+        if setup.validation != "holdout" or self.n_jobs_ == 1:
+            return self.n_jobs_, None
+        threads = self.n_jobs_ * threads_per_job(self.n_jobs_)
         logger.info("%d rows x %d columns: trials run one at a time, each model on %d threads (a holdout search: "
                     "few long trials).", setup.profile.n_samples, setup.profile.n_features, threads)
         return 1, threads
@@ -402,7 +408,7 @@ class _AutoMLBase(BaseEstimator):
             return None
         started = time.time()
         need = final_fit_seconds(result, setup.y, setup.folds, setup.metric, ensemble_size=self.ensemble_size,
-                                 final_fit=self.final_fit, n_jobs=self.n_jobs, random_state=setup.seed)
+                                 final_fit=self.final_fit, n_jobs=self.n_jobs_, random_state=setup.seed)
         # Selecting again after the top-up, on more trials, takes about as long again.
         need = TOP_UP_SAFETY * need + 2 * (time.time() - started)
         busy = min(grace, TOP_UP_BUSY * _longest_trial(result))
@@ -451,7 +457,7 @@ class _AutoMLBase(BaseEstimator):
             final_fit, build = "refit", partial(_trial_member, result.oof_dir)
         fitted = build_ensemble(result, setup.X, setup.y, setup.folds, setup.metric, build, seconds_left=left,
                                 random_state=setup.seed, ensemble_size=self.ensemble_size, final_fit=final_fit,
-                                n_jobs=self.n_jobs)
+                                n_jobs=self.n_jobs_)
         if setup.validation == "holdout" and not beats_constant(fitted[2][0], setup.y, setup.folds, setup.metric):
             # Its candidates may be models stopped on a few thousand rows; one that diverged (kddcup99's rare
             # classes) scored worse than the class prior on the holdout, and was kept with no word.
@@ -493,13 +499,21 @@ class _AutoMLBase(BaseEstimator):
         self.timings_ = {"search": result.seconds, "top_up": result.top_up_seconds,
                          "ensemble": time.time() - ensemble_started}
 
+    def _run_name(self, y):
+        """The parent run's name: the estimator, the target's name, the budget and the time (MLflow's are random)."""
+        target = getattr(y, "name", None)
+        budget = (f"{self.time_budget:g} s" if self.time_budget is not None
+                  else f"{self.n_trials} trials" if self.n_trials else None)
+        parts = (type(self).__name__, None if target is None else str(target), budget, time.strftime("%Y-%m-%d %H:%M"))
+        return " · ".join(part for part in parts if part)
+
     def _run_params(self, metric, seed, n_folds):
         p = self.profile_
         return {
             "n_samples": p.n_samples, "n_features": p.n_features, "n_classes": p.n_classes,
             "task": p.task, "fingerprint": p.fingerprint, "metric": metric.name,
             "time_budget": self.time_budget, "n_trials": self.n_trials, "cv_folds": n_folds,
-            "validation": self.validation_, "random_state": seed, "n_jobs": self.n_jobs, "sampler": self.sampler,
+            "validation": self.validation_, "random_state": seed, "n_jobs": self.n_jobs_, "sampler": self.sampler,
             "pruning": self._pruning(), "ensemble_size": self.ensemble_size, "final_fit": self.final_fit,
         }
 

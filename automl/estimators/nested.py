@@ -29,7 +29,7 @@ from sklearn.utils import check_random_state
 
 from ..data import check_prediction_data, check_training_data
 from ..exceptions import DataRepairWarning, DataValidationError
-from ..search import get_metric
+from ..search import get_metric, resolve_n_jobs
 from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
 from ..tracking import make_tracker
 from . import _params as P
@@ -39,7 +39,7 @@ __all__ = ["NestedCVReport", "nested_cv"]
 
 _CONSTRAINTS = {
     "outer_cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
-    "n_jobs": [P.interval(int, 1, None)],
+    "n_jobs": [P.interval(int, 1, None), P.interval(int, None, -1)],
     "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
 }
 # The per-fold quantities the summary aggregates (the other columns describe the fold).
@@ -143,9 +143,9 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
         for a regressor). A
         splitter's ``split(X, y)`` is called on the validated data (no groups).
     n_jobs : int, default=1
-        Outer folds fitted at once, in joblib worker processes. Above 1, each inner fit is given
-        ``n_jobs=1`` (one search worker), so ``n_jobs`` processes share the cores; at 1, the inner
-        fits keep the estimator's own ``n_jobs``.
+        Outer folds fitted at once, in joblib worker processes; -1 all cores, -2 all but one. Above
+        1, each inner fit is given ``n_jobs=1`` (one search worker), so ``n_jobs`` processes share
+        the cores; at 1, the inner fits keep the estimator's own ``n_jobs``.
     random_state : int or None, default=None
         Seed of the outer splitter and, when ``estimator.random_state`` is None, of the seed drawn
         for each outer fit: the same ``random_state`` gives the same report.
@@ -158,7 +158,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     Raises
     ------
     ValueError
-        If ``outer_cv`` is an int below 2 or not a splitter, ``n_jobs`` is below 1, or
+        If ``outer_cv`` is an int below 2 or not a splitter, ``n_jobs`` is 0, or
         ``estimator.storage`` is set (the message names the parameter).
     TypeError
         If ``estimator`` is not an :class:`AutoClassifier` or :class:`AutoRegressor`.
@@ -230,6 +230,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
         kind = KFold if task == "regression" else StratifiedKFold
         splitter = kind(n_splits=outer_cv, shuffle=True, random_state=random_state)
     splits = list(splitter.split(X_all, y_all))
+    n_jobs = resolve_n_jobs(n_jobs)
     inner = clone(estimator)
     if n_jobs > 1:
         inner.set_params(n_jobs=1)
@@ -303,15 +304,18 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
     seed = fitted.random_state_
     regression = fitted.profile_.task == "regression"
     with warnings.catch_warnings():
-        # The inner fit has already warned about the same repairs (dropped columns).
+        # The inner fit has already warned about the same repairs (dropped columns); levels unseen by
+        # an outer fold's training rows are what an outer test fold is expected to hold.
         warnings.simplefilter("ignore", DataRepairWarning)
         X_tr, y_tr, classes_tr, profile = check_training_data(X_train, y_train, n_folds=1, task=fitted._task)
         X_te = check_prediction_data(X_test, profile)
+        if regression:
+            scores = {"ensemble": metric(y_test, fitted.predict(X_test))}
+        else:
+            scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
     if regression:
-        scores = {"ensemble": metric(y_test, fitted.predict(X_test))}
         models = {"dummy": DummyRegressor(), "ridge": default_pipeline("ridge", profile, seed)}
     else:
-        scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
         models = {"dummy": DummyClassifier(strategy="prior"), "logreg": default_pipeline("logreg", profile, seed)}
     models = {"best_single": _best_single(fitted), **models, "hgb": _hgb_baseline(profile, seed)}
     for name, model in models.items():

@@ -18,7 +18,7 @@ from ..tracking import MLflowTracker
 from . import plots
 from .data import FORMAT, TOP_N, report_data
 
-__all__ = ["report_artifacts", "render_html", "write_model_report", "write_report"]
+__all__ = ["report_artifacts", "render_html", "run_description", "write_model_report", "write_report"]
 
 
 def report_artifacts(data):
@@ -33,6 +33,32 @@ def write_model_report(model, path, nested_cv=None):
     if model.mlflow_run_id_ is not None:
         MLflowTracker.for_run(model.mlflow_tracking_uri_, model.mlflow_run_id_).log_artifacts(report_artifacts(data))
     return html_path
+
+
+def run_description(data):
+    """A few lines of Markdown that say what a fit did: the description of its MLflow parent run.
+
+    MLflow shows it on the run's page and in the runs table, so a fit reads at a glance without
+    opening the report. Drawn from :func:`automl.report.data.report_data`'s ``data``, as the page is.
+    """
+    search, ensemble, d = data["search"], data["ensemble"], data["data"]
+    on = "a holdout" if search.get("validation") == "holdout" else "CV"
+    lines = [f"{data['estimator']} on {d['n_samples']:,} rows x {d['n_features']} columns ({d['task']}), "
+             f"{search['metric']} on {on}; {_budget(data)}, fit in {search['timings_seconds'].get('total', 0):.0f} s.",
+             f"Trials: {search['n_trials']} ({_states(search['states'], data['pruning'].get('n_stopped', 0))})."]
+    if ensemble["fallback"]:
+        lines.append("No trial beat the fallback: the model is a logistic or ridge regression.")
+    else:
+        best, score = data["leaderboard"][0], _pm(search["best_score"], search["best_score_std"])
+        lines.append(f"Best trial {best['trial']} ({best['family']}): {score} (optimistic: the best of all trials).")
+        members = ", ".join(f"{m['family']} {m['weight']:.2f}" for m in ensemble["members"][:5])
+        more = f" and {len(ensemble['members']) - 5} more" if len(ensemble["members"]) > 5 else ""
+        lines.append(f"Ensemble of {len(ensemble['members'])} ({members}{more}): {_fmt(ensemble['hillclimb_score'])} "
+                     "on the predictions it was selected on.")
+    findings = data["leakage"]["findings"]
+    first = f", first: {findings[0]['message']}" if findings else "."
+    lines.append(f"Leak check: {len(findings)} finding(s){first}")
+    return "\n\n".join(lines)
 
 
 # ---- files -----------------------------------------------------------------------------------------
@@ -183,7 +209,7 @@ def _states(states, n_stopped):
         if state == "PRUNED" and n_stopped:
             parts.append(f"{n - n_stopped} pruned, {n_stopped} stopped by the time budget")
         else:
-            parts.append(f"{n} {state.lower()}")
+            parts.append(f"{n} {'failed' if state == 'FAIL' else state.lower()}")
     return ", ".join(parts)
 
 

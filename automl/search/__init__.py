@@ -22,7 +22,7 @@ from .study import (
     BUDGET_NOTE, HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started,
     heartbeat_of, in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study, quiet_optuna,
 )
-from .threads import threads_per_job
+from .threads import resolve_n_jobs, threads_per_job
 from .worker import WorkerResult, run_worker
 
 __all__ = [
@@ -32,5 +32,5 @@ __all__ = [
     "count_started", "fail_running", "get_metric", "heartbeat_of", "in_memory_copy", "is_holdout", "is_prunable",
     "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path",
     "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna", "resource_range", "run_search",
-    "run_worker", "scored_rows", "search_key", "threads_per_job", "wait_for_running", "worker_alive",
+    "run_worker", "scored_rows", "search_key", "resolve_n_jobs", "threads_per_job", "wait_for_running", "worker_alive",
 ]

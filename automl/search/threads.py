@@ -4,6 +4,33 @@ import os
 import threading
 from contextlib import contextmanager
 
+import joblib
+
+
+def resolve_n_jobs(n_jobs):
+    """The number of fits ``n_jobs`` asks for, read as joblib reads it: -1 all cores, -2 all but one.
+
+    Parameters
+    ----------
+    n_jobs : int
+        At least 1, or negative: ``cpu_count + 1 + n_jobs`` (at least 1), joblib's rule
+        (:func:`joblib.effective_n_jobs`), with :func:`joblib.cpu_count`, which honours a container's
+        CPU quota.
+
+    Returns
+    -------
+    n_jobs : int
+        At least 1.
+
+    Raises
+    ------
+    ValueError
+        If ``n_jobs`` is 0 or not an int.
+    """
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be an int other than 0 (-1: all cores); got {n_jobs!r}.")
+    return n_jobs if n_jobs > 0 else max(joblib.cpu_count() + 1 + n_jobs, 1)
+
 
 def threads_per_job(n_jobs):
     """Threads of each of ``n_jobs`` fits running at once: the cores shared out, or OMP_NUM_THREADS.

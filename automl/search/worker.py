@@ -23,6 +23,7 @@ from ..exceptions import DataValidationError
 from .run import ProgressLine, run_search
 from .shared import SharedSearch, _why_not_open
 from .study import heartbeat_of, open_storage
+from .threads import resolve_n_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     time_budget : float or None, default=None
         Wall seconds this worker works at most; the search's own deadline and trial cap apply too.
     n_jobs : int, default=1
-        Worker processes on this machine.
+        Worker processes on this machine; -1 for all cores, -2 all but one (as joblib reads it).
     oof_dir : str or None, default=None
         The fit's ``oof_dir`` as this machine mounts it, when at another path (the worker adds the
         study's subfolder, as the fit does); None: the path the fit published.
@@ -100,8 +101,7 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     if shared.not_joinable:
         raise ValueError(f"The search of study {study_name!r} uses {shared.not_joinable}, which a worker "
                          "cannot rebuild; only the fit's own n_jobs can run its trials.")
-    if not isinstance(n_jobs, int) or n_jobs < 1:
-        raise ValueError(f"n_jobs must be an int of at least 1; got {n_jobs!r}.")
+    n_jobs = resolve_n_jobs(n_jobs)
     fit_host = shared.fit.rpartition(":")[0]
     if fit_host != socket.gethostname() and heartbeat_of(storage) is None:
         # A journal file has no heartbeat: a dead worker of another machine would leave its trial

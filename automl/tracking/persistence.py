@@ -13,7 +13,9 @@ you trust** (the same holds for every pickle-based format, MLflow's included).
 Folders written by automl 0.1's first format (``model.joblib`` beside the manifest) still load.
 """
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -42,6 +44,25 @@ RUNTIME_PACKAGES = ("scikit-learn", "pandas", "numpy", "scipy", "optuna", "cloud
 _SIGNATURE_TYPES = {"boolean": "boolean", "datetime": "datetime", "categorical": "string"}
 _NUMERIC_TYPES = {"int64": "long", "int32": "integer", "int16": "integer", "int8": "integer",
                   "float32": "float"}
+
+
+# MLflow's messages that leave the user nothing to act on: its advice to save scikit-learn models with skops,
+# which cannot save ours (mlflow_model.log_model says why), and its notes on creating a new store's tables.
+_NOISY_LOGGERS = {"mlflow.sklearn": logging.ERROR, "mlflow.store.db.utils": logging.WARNING}
+
+
+@contextlib.contextmanager
+def quiet_mlflow():
+    """Silence :data:`_NOISY_LOGGERS` below their level for the block; MLflow's real warnings still show."""
+    loggers = {logging.getLogger(name): level for name, level in _NOISY_LOGGERS.items()}
+    previous = {logger: logger.level for logger in loggers}
+    for logger, level in loggers.items():
+        logger.setLevel(max(level, logger.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        for logger, level in previous.items():
+            logger.setLevel(level)
 
 
 def package_versions(packages=RUNTIME_PACKAGES):
@@ -169,11 +190,12 @@ def save(model, path, *, overwrite=False):
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        mlflow.sklearn.save_model(
-            model, staging / "model", serialization_format="cloudpickle",
-            signature=model_signature(model.profile_), code_paths=_code_paths(model),
-            pip_requirements=_pip_requirements(),
-        )
+        with quiet_mlflow():
+            mlflow.sklearn.save_model(
+                model, staging / "model", serialization_format="cloudpickle",
+                signature=model_signature(model.profile_), code_paths=_code_paths(model),
+                pip_requirements=_pip_requirements(),
+            )
         (staging / "model" / MANIFEST_FILE).write_text(json.dumps(manifest_of(model), indent=2))
         _replace(staging / "model", path)
     finally:

@@ -7,10 +7,16 @@ inside functions: importing it takes about a second, which a fit without trackin
   files given (``leaderboard.csv``, ``leak_report.csv``, ``ensemble_weights.json``, ``report/``),
   and the final model as an MLflow model (sklearn flavour, signature, input example; its URI in the
   tag ``automl.model_uri``). :func:`read_run_json` reads a JSON file back.
-- Each trial gets a nested run ``trial-<number>``: params; metrics ``fold_score`` and
+- Each trial gets a nested run ``trial-<number>``, its name followed by how it ended when it did not
+  complete ("pruned", "stopped by the budget", "failed"), which the run's status tells too: FINISHED
+  (complete or pruned by Hyperband), KILLED (stopped by the time budget), FAILED. Params; metrics ``fold_score`` and
   ``running_mean`` (step = fold), ``mean_score``, ``std_score``, ``duration_seconds``; tags
   ``state``, ``family``, ``trial_number``, ``error``. Its logger is a picklable Optuna callback.
-- A failed MLflow call never stops a fit: it is counted (``n_failures``) and logged once.
+- The parent run is named by the fit (estimator, target, budget, time) and described in a few lines
+  (``mlflow.note.content``: trials, best trial, ensemble, leak findings), given by the caller.
+- A value past MLflow's length limits is cut with a marker that gives its length and digest.
+- A failed MLflow call never stops a fit: it is counted (``n_failures``) and logged once; MLflow's
+  advice to save with skops and its notes on creating a store are silenced (``quiet_mlflow``).
 
 Without ``tracking_uri`` and ``MLFLOW_TRACKING_URI``, runs go to ``./mlflow.db``, artifacts to ``./mlruns``::
 
@@ -18,6 +24,7 @@ Without ``tracking_uri`` and ``MLFLOW_TRACKING_URI``, runs go to ``./mlflow.db``
 """
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -29,6 +36,7 @@ import urllib.request
 from pathlib import Path
 
 from .mlflow_model import _environ_restored, log_model
+from .persistence import quiet_mlflow
 
 _logger = logging.getLogger(__name__)
 
@@ -36,8 +44,10 @@ DEFAULT_EXPERIMENT_NAME = "automl"
 
 # Per-request limits of MLflow's runs/log-batch REST API: params, and params + metrics.
 _MAX_PARAMS_PER_BATCH, _MAX_ENTITIES_PER_BATCH = 100, 1000
-# A pruned trial ended as designed (stopped early); only a failed trial makes a FAILED run.
-_TRIAL_RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "FINISHED", "FAIL": "FAILED"}
+# How a trial's run is named after its number, and ended, by how the trial ended. Optuna records a trial the
+# time budget stopped (user attribute "stopped") as PRUNED, as Hyperband's: the runs table tells them apart.
+_TRIAL_ENDINGS = {"COMPLETE": ("", "FINISHED"), "PRUNED": (" pruned", "FINISHED"), "FAIL": (" failed", "FAILED"),
+                  "stopped": (" stopped by the budget", "KILLED")}
 
 
 def _default_tracking_uri():
@@ -103,7 +113,8 @@ class _MlflowCaller:
         """Time the block; if it raises, count the failure, warn once, and carry on after it."""
         start = time.perf_counter()
         try:
-            yield
+            with quiet_mlflow():
+                yield
         except Exception as exc:  # tracking must never stop a fit, whatever MLflow raised
             self.n_failures += 1
             level = logging.DEBUG if self._warned else logging.WARNING
@@ -136,17 +147,29 @@ def _ms(moment):
     return None if moment is None else int(moment.timestamp() * 1000)
 
 
+def _cut(value, limit):
+    """``str(value)``, or when longer than ``limit`` its start with a marker that names the whole by its digest.
+
+    Two values that differ only past the limit would otherwise log the same text.
+    """
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    marker = f" ...[cut: {len(text)} characters, sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]}]"
+    return text[:limit - len(marker)] + marker
+
+
 def _params(values):
-    """MLflow Params of a dict, values stringified and cut to MLflow's length limit."""
+    """MLflow Params of a dict, values stringified and cut to MLflow's length limit (:func:`_cut`)."""
     from mlflow.entities import Param
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
-    return [Param(key, str(value)[:MAX_PARAM_VAL_LENGTH]) for key, value in values.items()]
+    return [Param(key, _cut(value, MAX_PARAM_VAL_LENGTH)) for key, value in values.items()]
 
 
 def _tags(values):
-    """Tags of a dict, values stringified and cut to MLflow's length limit."""
+    """Tags of a dict, values stringified and cut to MLflow's length limit (:func:`_cut`)."""
     from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
-    return {key: str(value)[:MAX_TAG_VAL_LENGTH] for key, value in values.items()}
+    return {key: _cut(value, MAX_TAG_VAL_LENGTH) for key, value in values.items()}
 
 
 def _metrics(values, timestamp):
@@ -172,6 +195,13 @@ def _trial_tags(trial, parent_run_id):
              if attrs.get(key) is not None}
     return _tags({"mlflow.parentRunId": parent_run_id, "state": trial.state.name,
                   "trial_number": trial.number, **known})
+
+
+def _trial_ending(trial):
+    """``(run name, run status)`` of a finished trial."""
+    key = "stopped" if trial.state.name == "PRUNED" and trial.user_attrs.get("stopped") else trial.state.name
+    suffix, status = _TRIAL_ENDINGS.get(key, ("", "FINISHED"))
+    return f"trial-{trial.number}{suffix}", status
 
 
 def _trial_metrics(trial):
@@ -231,13 +261,13 @@ class TrialLogger(_MlflowCaller):
 
     def _log_trial(self, client, trial):
         # Three requests: the run with its tags, one log_batch (for up to 100 params), the end.
+        name, status = _trial_ending(trial)
         run_id = client.create_run(
             self.experiment_id, start_time=_ms(trial.datetime_start),
-            tags=_trial_tags(trial, self.parent_run_id), run_name=f"trial-{trial.number}",
+            tags=_trial_tags(trial, self.parent_run_id), run_name=name,
         ).info.run_id
         for metrics, params in _batches(_trial_metrics(trial), _params(trial.params)):
             client.log_batch(run_id, metrics=metrics, params=params)
-        status = _TRIAL_RUN_STATUS.get(trial.state.name, "FINISHED")
         _terminate_quietly(client, run_id, status=status, end_time=_ms(trial.datetime_complete))
 
 
@@ -333,7 +363,7 @@ class MLflowTracker(_MlflowCaller):
         (tracker := cls(tracking_uri)).parent_run_id = run_id
         return tracker
 
-    def log_fit_results(self, *, artifacts, metrics, model, input_example):
+    def log_fit_results(self, *, artifacts, metrics, model, input_example, tags=None):
         """Log the fit's outcome to the parent run; each part is tried even if another failed.
 
         Parameters
@@ -348,14 +378,20 @@ class MLflowTracker(_MlflowCaller):
         input_example : DataFrame of shape (n_examples, n_features) or None
             A few raw training rows (NaN, object columns allowed), stored with the model; the
             signature is inferred from them, integer columns as double (served rows may miss them).
+        tags : dict or None, default=None
+            Tags set on the parent run, cut as in :meth:`start_fit` (``"mlflow.note.content"`` is the
+            run's description in MLflow's UI).
         """
         if self.parent_run_id is None:
             return
         self.log_artifacts(artifacts)
         with self._guard("log the fit's metrics"):
+            from mlflow.entities import RunTag
             client = self._mlflow()
             for batch, _ in _batches(metrics=_metrics(metrics, int(time.time() * 1000))):
                 client.log_batch(self.parent_run_id, metrics=batch)
+            if tags:
+                client.log_batch(self.parent_run_id, tags=[RunTag(k, v) for k, v in _tags(tags).items()])
         if model is not None:
             with self._guard("log the final model"):
                 self.model_uri = log_model(self._mlflow(), self.tracking_uri, self.experiment_id,
@@ -420,7 +456,7 @@ class NullTracker:
         """Return None: there is no callback to give the study."""
         return None
 
-    def log_fit_results(self, *, artifacts, metrics, model, input_example):
+    def log_fit_results(self, *, artifacts, metrics, model, input_example, tags=None):
         """Do nothing."""
 
     def log_artifacts(self, artifacts):
