@@ -449,6 +449,25 @@ def test_autoclassifier_fit_logs_parent_and_every_trial_to_a_server(mlflow_serve
     assert parent.data.tags["automl.model_uri"].startswith("models:/")
 
 
+def test_a_fit_on_an_arrow_table_logs_a_model_with_its_column_names(tmp_path, monkeypatch):
+    """The input example and signature name the table's columns, so the logged model serves by name."""
+    import mlflow.pyfunc
+    import pyarrow as pa
+
+    from automl import AutoClassifier
+    from automl.datasets import load_dataset
+
+    X, y = load_dataset("credit-g")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    model = AutoClassifier(time_budget=None, n_trials=2, include=["logreg"], cv=2, random_state=0, verbose=0,
+                           tracking_uri=uri, leak_check="off").fit(pa.Table.from_pandas(X.iloc[:300]), y.iloc[:300])
+    run = MlflowClient(uri).get_run(model.mlflow_run_id_)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    served = mlflow.pyfunc.load_model(run.data.tags["automl.model_uri"])
+    assert served.metadata.get_input_schema().input_names() == list(X.columns)
+    np.testing.assert_array_equal(served.predict(X.iloc[300:310]), model.predict(X.iloc[300:310]))
+
+
 def test_autoregressor_fit_logs_parent_trials_and_a_servable_model(mlflow_server, client, load_shared, monkeypatch):
     """The regression path through MLflow: parent run, a nested run per trial, the model served by pyfunc."""
     import mlflow.pyfunc

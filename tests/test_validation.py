@@ -212,6 +212,34 @@ def test_single_precision_columns_stay_float32_in_training_and_at_predict_time(c
     assert single.float_dtype is np.float32
 
 
+def test_arrow_backed_columns_read_as_their_plain_counterparts(credit):
+    import pyarrow as pa
+
+    X, y = credit
+    arrow = X.convert_dtypes(dtype_backend="pyarrow")  # pandas 3's default for text
+    text = X["A4"].astype(str).where(X["A4"].notna(), None)
+    arrow["A4"] = pd.array(pa.array(text).dictionary_encode(), dtype=pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string())))
+    arrow["A2"] = pd.array(X["A2"].astype("float32"), dtype="float[pyarrow]")
+    X_arrow, _, _, profile = fit_quietly(arrow, y, n_folds=5)
+    X_plain = fit_quietly(X.astype({"A2": "float32"}), y, n_folds=5)[0]
+    pd.testing.assert_frame_equal(X_arrow, X_plain)  # the dictionary column too: the same str values, NaN
+    assert profile.kinds["A4"] == "categorical" and X_arrow["A2"].dtype == np.float32
+    pd.testing.assert_frame_equal(predict_quietly(arrow.head(20), profile), X_plain.head(20))
+
+
+def test_an_arrow_table_is_read_by_column_name(credit):
+    import pyarrow as pa
+
+    X, y = credit
+    table = pa.Table.from_pandas(X, preserve_index=False)
+    X_clean, _, _, profile = fit_quietly(table, y, n_folds=5)
+    assert profile.input_columns == tuple(X.columns)
+    pd.testing.assert_frame_equal(X_clean, fit_quietly(X, y, n_folds=5)[0])
+    # Reordered at predict time, it is matched by name, as a DataFrame is: not misread by position.
+    reordered = table.select(list(reversed(table.column_names)))
+    pd.testing.assert_frame_equal(predict_quietly(reordered, profile), predict_quietly(X, profile))
+
+
 def test_missing_booleans_timezones_and_object_columns():
     X = pd.DataFrame(
         {

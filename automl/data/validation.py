@@ -9,6 +9,10 @@ Column kinds and the repairs made to them (each later stage sees only the cleane
 - categorical (object, str, category) -> object dtype holding Python ``str`` values, ``np.nan`` for missing.
   Numbers stored as strings stay categorical: guessing would make training and prediction disagree.
 
+pandas' Arrow-backed columns (pandas 3's default for text) are read as their plain counterparts, a
+dictionary-encoded one (parquet's categoricals) as its values; a polars DataFrame or an Arrow table is
+read by column name through its own ``to_pandas()`` (pyarrow), not as a bare array.
+
 Columns whose values are all missing, or that hold one distinct non-missing value, are dropped with a
 :class:`~automl.exceptions.DataRepairWarning` and recorded in ``DatasetProfile.dropped_columns``.
 
@@ -40,7 +44,7 @@ from .target import encode_target, regression_target
 
 _EPOCH = pd.Timestamp("1970-01-01")
 # Numeric dtypes (as pandas prints them) whose every value float32 holds exactly.
-_SINGLE_PRECISION = {"float32", "float16", "Float32"}
+_SINGLE_PRECISION = {"float32", "float16", "Float32", "float[pyarrow]", "halffloat[pyarrow]"}
 _ONE_DAY = pd.Timedelta(days=1)
 # pandas.api.types.infer_dtype results for object columns that are not plain text.
 _OBJECT_KINDS = {
@@ -148,7 +152,7 @@ def check_training_data(X, y, *, n_folds, task="classification"):
 
     Parameters
     ----------
-    X : {DataFrame, array-like} of shape (n_samples, n_input_columns)
+    X : {DataFrame, polars DataFrame, pyarrow Table, array-like} of shape (n_samples, n_input_columns)
         Training data. Arrays and lists get the column names ``"x0"``, ``"x1"``, ...
     y : array-like or Series of shape (n_samples,)
         Class labels of any type (str, int, bool, pandas category).
@@ -237,7 +241,7 @@ def check_prediction_data(X, profile):
 
     Parameters
     ----------
-    X : {DataFrame, array-like} of shape (n_samples, n_input_columns)
+    X : {DataFrame, polars DataFrame, pyarrow Table, array-like} of shape (n_samples, n_input_columns)
         New data.
     profile : DatasetProfile
         The profile returned by :func:`check_training_data`.
@@ -317,8 +321,12 @@ def _to_frame(X, names=None):
     """Turn X into a DataFrame with unique str column names and a RangeIndex; reject empty X."""
     if sparse.issparse(X):
         raise DataValidationError("Sparse X is not supported: pass X.toarray() or a DataFrame.")
+    if not isinstance(X, pd.DataFrame) and hasattr(X, "to_pandas") and hasattr(X, "columns"):
+        # A polars DataFrame or an Arrow table: read by name through its own conversion. As an array it
+        # would lose its column names, and a reordered frame at predict time would be silently misread.
+        X = X.to_pandas()
     if isinstance(X, pd.DataFrame):
-        frame = X.set_axis([str(column) for column in X.columns], axis=1).reset_index(drop=True)
+        frame = _decoded(X.set_axis([str(column) for column in X.columns], axis=1).reset_index(drop=True))
     else:
         array = _as_2d_array(X)
         if names is not None and array.shape[1] != len(names):
@@ -340,6 +348,17 @@ def _to_frame(X, names=None):
     if frame.shape[0] == 0:
         raise DataValidationError(f"Found array with 0 sample(s) (shape={frame.shape}); X has no rows.")
     return frame
+
+
+def _decoded(frame):
+    """``frame`` with its Arrow dictionary-encoded columns (parquet's categoricals) as their plain value type."""
+    arrow = [name for name, dtype in frame.dtypes.items() if isinstance(dtype, pd.ArrowDtype)]
+    if not arrow:
+        return frame
+    import pyarrow.types  # pandas' Arrow dtypes need pyarrow: it is installed when they occur
+    coded = {name: pd.ArrowDtype(frame[name].dtype.pyarrow_dtype.value_type) for name in arrow
+             if pyarrow.types.is_dictionary(frame[name].dtype.pyarrow_dtype)}
+    return frame.astype(coded) if coded else frame
 
 
 def _as_2d_array(X):

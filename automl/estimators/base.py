@@ -132,7 +132,7 @@ class _AutoMLBase(BaseEstimator):
 
         Parameters
         ----------
-        X : {DataFrame, array-like} of shape (n_samples, n_features)
+        X : {DataFrame, polars DataFrame, pyarrow Table, array-like} of shape (n_samples, n_features)
             Numeric, string, categorical, boolean and datetime columns; missing values allowed.
         y : array-like of shape (n_samples,)
             Classifier: class labels of any type (str, int, bool, pandas category). Regressor:

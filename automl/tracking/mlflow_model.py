@@ -19,6 +19,8 @@ def input_example(X, n=5):
     import numpy as np
     import pandas as pd
 
+    if not isinstance(X, pd.DataFrame) and hasattr(X, "to_pandas") and hasattr(X, "columns"):
+        return X.slice(0, n).to_pandas()  # polars or pyarrow, as automl.data reads them: by name
     return X.head(n) if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)[:n]).add_prefix("x")
 
 
