@@ -12,12 +12,12 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 from sklearn.inspection import permutation_importance
 from sklearn.utils import check_random_state
 
 from ..exceptions import LeakageWarning
 from ..search import REGRESSION_METRICS, Metric, aligned_proba, get_metric
+from ..space import fit_quietly
 from .leakage import MAX_FOLDS, LeakageReport, LeakFinding, _round, _stratified
 
 __all__ = ["check_in_time", "check_model_dominance"]
@@ -104,7 +104,7 @@ def check_model_dominance(model, X, y, folds, *, metric, random_state=None, thre
         if deadline is not None and time.time() + fold_seconds >= deadline:
             break
         fold_started = time.time()
-        fitted = clone(model).fit(X.iloc[train], y[train])
+        fitted = fit_quietly(model, X.iloc[train], y[train])
         predicted, whole = timed_predict(fitted, test)
         scores.append(metric.signed(y[test], predicted))
         probe = None if deadline is None else timed_predict(fitted, test[:PROBE_ROWS])[1]

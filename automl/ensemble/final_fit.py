@@ -64,7 +64,13 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     # Scored on the members kept, which the time budget may have trimmed.
     kept = metric(hillclimb_y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
     best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
-    return ensemble.fit(X, y), chosen, (kept, best_single)
+    with warnings.catch_warnings():
+        # Each member's configuration was fitted in its trial, where its convergence warnings were left
+        # out of the output for the same reason (automl.search.objective); its refit would print them anew.
+        # Set here, in the calling thread: joblib's threads read the same filters, catch_warnings is not
+        # thread-safe.
+        warnings.simplefilter("ignore")
+        return ensemble.fit(X, y), chosen, (kept, best_single)
 
 
 def beats_constant(score, y, folds, metric):

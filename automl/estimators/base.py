@@ -29,8 +29,9 @@ from ..data import check_prediction_data, memory_mapped
 from ..ensemble import beats_constant, build_ensemble, final_fit_seconds, fit_fallback, use_fallback
 from ..report import report_artifacts, report_data, run_description, write_model_report
 from ..search import (
-    ProgressLine, SharedSearch, check_storage_spelling, count_started, in_memory_copy, leaderboard, load_trial_model,
-    open_storage, prepare_search, prepare_study, resolve_n_jobs, run_search, threads_per_job,
+    ProgressLine, SharedSearch, check_storage_spelling, count_started, failed_trials_summary, in_memory_copy,
+    leaderboard, load_trial_model, open_storage, prepare_search, prepare_study, resolve_n_jobs, run_search,
+    threads_per_job,
 )
 from ..space import portfolio, rebuild
 from ..tracking import input_example, make_tracker, package_versions
@@ -189,6 +190,9 @@ class _AutoMLBase(BaseEstimator):
         tracker.end_fit()
         self.timings_["tracking"] = tracker.seconds + result.callback_seconds
         self.timings_["total"] = time.time() - started
+        if self.verbose:  # the result, in the words of the MLflow run's description
+            for line in run_description(report or report_data(self)).split("\n\n"):
+                print(f"[automl] {line}", file=sys.stderr)
 
     def _prepare(self, X, y, workdir):
         """Check the parameters, prepare the search (:func:`automl.search.prepare_search`), set what it learnt.
@@ -487,6 +491,9 @@ class _AutoMLBase(BaseEstimator):
         self.ensemble_score_, self.best_single_oof_score_ = hillclimb
         self.leaderboard_ = leaderboard(result.study, weights, self.search_key_)
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
+        failed = failed_trials_summary(self.leaderboard_)
+        if failed and not complete.empty:  # with none complete, the fallback's warning quotes the errors
+            warnings.warn(failed, UserWarning, stacklevel=4)
         if complete.empty:  # a holdout trial stopped by the budget after a rung is a candidate too
             complete = self.leaderboard_[self.leaderboard_["trial"].isin(list(result.oof))]
         self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan

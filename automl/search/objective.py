@@ -23,6 +23,7 @@ worker; a holdout trial also writes its fitted model to ``trial_<number>.joblib`
 """
 
 import hashlib
+import logging
 import time
 import warnings
 from functools import cached_property
@@ -31,9 +32,10 @@ from pathlib import Path
 import joblib
 import numpy as np
 import optuna
-from sklearn.base import clone
 
-from ..space import at_rows, set_threads, suggest_pipeline
+from ..space import at_rows, fit_quietly, set_threads, suggest_pipeline
+
+logger = logging.getLogger(__name__)
 
 # Rows of the training part at Hyperband's steps 1, 3, 9, 27 (27 = all): a reduction factor of 3.
 ROW_STEPS = (1, 3, 9, 27)
@@ -279,8 +281,10 @@ class CVObjective:
         except optuna.TrialPruned:
             raise
         except Exception as exc:
-            # Optuna logs the traceback; the attribute carries the reason to the leaderboard and MLflow.
+            # The attribute carries the reason to the leaderboard, MLflow and the fit's summary warning;
+            # Optuna's own warning with the traceback is silenced (quiet_optuna), so it is kept here.
             trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:1000])
+            logger.debug("Trial %d failed.", trial.number, exc_info=True)
             raise
 
     def _score(self, trial):
@@ -375,9 +379,7 @@ class CVObjective:
 
 def _fit_predict(pipeline, X, y, X_test, profile):
     """A fitted clone of ``pipeline`` and its :func:`predictions` on ``X_test``."""
+    model = fit_quietly(pipeline, X, y)
     with warnings.catch_warnings():
-        # Convergence and similar warnings of a sampled configuration are the search's business,
-        # reflected in its score; printing them per fold buries the progress line.
         warnings.simplefilter("ignore")
-        model = clone(pipeline).fit(X, y)
         return model, predictions(model, X_test, profile)

@@ -6,6 +6,7 @@ creates or continues the study; :func:`leaderboard` is the table a user reads af
 """
 
 import importlib.util
+import logging
 import os
 import warnings
 from contextlib import contextmanager
@@ -216,15 +217,36 @@ def in_memory_copy(storage, study_name):
     return optuna.load_study(study_name=study_name, storage=memory)
 
 
+class _FailedTrialFilter(logging.Filter):
+    """Drop Optuna's two warnings per failed trial (the second one with the traceback before it).
+
+    The trial's ``error`` user attribute carries the reason to the leaderboard, MLflow and the fit's
+    one summary warning (:func:`failed_trials`); the traceback goes to our logger at DEBUG.
+    """
+
+    def filter(self, record):
+        message = record.getMessage()
+        return not (message.startswith("Trial ") and " failed with " in message)
+
+
+_FAILED_TRIAL_FILTER = _FailedTrialFilter()
+
+
 @contextmanager
 def quiet_optuna():
-    """Silence Optuna's per-trial INFO lines (our progress line replaces them), then restore."""
+    """Silence Optuna's per-trial INFO lines (our progress line replaces them) and its failed-trial
+    warnings (the leaderboard says why a trial failed), then restore."""
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    source = logging.getLogger("optuna.study._optimize")  # the module that logs them, Optuna 3 to 5
+    added = _FAILED_TRIAL_FILTER not in source.filters  # nested: the outermost call removes it
+    source.addFilter(_FAILED_TRIAL_FILTER)
     try:
         yield
     finally:
         optuna.logging.set_verbosity(verbosity)
+        if added:
+            source.removeFilter(_FAILED_TRIAL_FILTER)
 
 
 def leaderboard(study, weights=None, search_key=None):
@@ -263,6 +285,31 @@ def leaderboard(study, weights=None, search_key=None):
     table["_key"] = -table["mean"] if maximize else table["mean"]
     table = table.sort_values(["_state", "_key", "trial"], na_position="last", kind="stable")
     return table.drop(columns=["_state", "_key"]).reset_index(drop=True)
+
+
+def failed_trials_summary(board, most=3):
+    """One sentence on the trials that failed with an error of their own, or None if none did.
+
+    Trials stopped at the time budget or interrupted are left out: they are the budget's doing, not
+    the pipeline's. Errors are counted by family and message, the most frequent first.
+
+    Parameters
+    ----------
+    board : DataFrame
+        A :func:`leaderboard`.
+    most : int, default=3
+        Kinds of error named; the rest are counted.
+    """
+    failed = board[(board["state"] == "FAIL") & ~board["note"].isin([STOPPED_AT_DEADLINE, "interrupted", ""])
+                   & ~board["note"].str.startswith(("failed with no error", STOPPED_AT_DEADLINE))]
+    if failed.empty:
+        return None
+    kinds = failed.groupby(["family", "note"], sort=False).size().sort_values(ascending=False, kind="stable")
+    named = "; ".join(f"{family} x{count}: {note[:200]}" for (family, note), count in kinds.iloc[:most].items())
+    more = f"; and {len(kinds) - most} other kind(s)" if len(kinds) > most else ""
+    return (f"{len(failed)} of {len(board)} trials failed ({named}{more}). Each error is in leaderboard_['note'] "
+            "and the trial's MLflow run; the traceback is logged at DEBUG by automl.search.objective. Leave a "
+            "family that always fails out with include=.")
 
 
 def _leaderboard_row(trial, weight):

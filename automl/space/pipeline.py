@@ -8,6 +8,8 @@ trials that had it. :func:`rebuild` replays a parameter dict through the same co
 ``FixedTrial``, so the best pipeline is built by exactly the function that sampled it.
 """
 
+import warnings
+
 import numpy as np
 import optuna
 from sklearn.base import clone
@@ -234,6 +236,18 @@ def at_rows(pipeline, fraction):
               for key, value in _model_params(pipeline, ROW_COUNT_PARAMS).items()
               if isinstance(value, (int, float, np.number)) and not isinstance(value, bool)}
     return clone(pipeline).set_params(**scaled)
+
+
+def fit_quietly(pipeline, X, y):
+    """A fitted clone of ``pipeline``, its warnings (convergence and the like) not shown.
+
+    A sampled configuration's warnings are the search's business, reflected in its score: printed per
+    fold they bury the progress line, and the refits of the leak check would print them again.
+    Not for threads: ``warnings.catch_warnings`` is process-wide.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return clone(pipeline).fit(X, y)
 
 
 def set_threads(pipeline, threads):
