@@ -167,7 +167,6 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
                                oof_dir=str(tmp_path / "oof"), tracking=False)
     # The fit runs its trials in this process (n_jobs=1, no clock): its trial-logger slot runs our callback.
     monkeypatch.setattr("automl.tracking.runs.NullTracker.trial_logger", lambda self: KillVictimMidTrial())
-    started = time.time()
     model = estimator.set_params(verbose=1).fit(X, y)
     victim.wait(timeout=10)
     [(code, log)] = finish([(other, other_log)])
@@ -184,8 +183,10 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
     assert [t for t in trials.values() if _pid_of(t) == other.pid and t.datetime_start.timestamp() > killed["at"]]
     complete = {n for n, t in trials.items() if t.state == TrialState.COMPLETE}
     assert set(model.ensemble_candidates_) == complete
-    # It waited about the grace period for the dead trial, not for ever.
-    assert time.time() - started < 110
+    # The dead trial was failed by its stale heartbeat (grace_period 4 s) soon after the kill: the search
+    # did not wait for it. (Timed from the kill, not from the fit's start: the 24 trials take longer on
+    # a loaded machine, the heartbeat does not.)
+    assert dead.datetime_complete.timestamp() - killed["at"] < 60
 
 
 def test_two_studies_side_by_side_do_not_mix(postgres, credit_csv, tmp_path, shared_data):
@@ -341,7 +342,8 @@ def test_storage_spellings_and_fast_cli_refusals(tmp_path, credit_csv, caplog):
     assert main(["worker", "--storage", POSTGRES_URL, "--study", "s", "--data", str(tmp_path / "nope.csv")]) == 1
     assert main(["worker", "--storage", f"sqlite:///{tmp_path / 'typo.db'}", "--study", "s",
                  "--data", str(credit_csv)]) == 1
-    assert time.time() - started < 10 and not (tmp_path / "typo.db").exists()  # refused, not waited, not made
+    # Refused, not waited for (a worker waits up to 300 s for its study), and no file made.
+    assert time.time() - started < 60 and not (tmp_path / "typo.db").exists()
     err = caplog.text
     assert "nope.csv: no such file" in err and "typo.db: no such file on this machine" in err
 
