@@ -3,6 +3,7 @@
 import io
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -170,7 +171,11 @@ def test_two_workers_share_the_study_until_the_deadline(credit, tmp_path):
 
 
 class Runaway:
-    """The first trial to claim the marker file hangs for a minute; every other trial is quick."""
+    """The first trial to claim the marker file hangs for a minute; every other trial is quick.
+
+    The hanging one holds a thread pool, as a model fitting on joblib's threads does: its semaphores
+    outlive the killed worker unless the search releases them.
+    """
 
     def __init__(self, marker):
         self.marker = marker
@@ -182,6 +187,9 @@ class Runaway:
         except FileExistsError:
             time.sleep(0.05)
             return x
+        from multiprocessing.pool import ThreadPool
+
+        pool = ThreadPool(2)  # noqa: F841 (held while hanging)
         time.sleep(60)
         return x
 
@@ -203,6 +211,10 @@ def test_runaway_trial_is_stopped_at_deadline_plus_grace(tmp_path):
     failed = [t for t in result.study.trials if t.state == TrialState.FAIL]
     assert len(failed) == 1
     assert failed[0].user_attrs["error"] == "stopped at the time budget"
+    # Its worker's semaphores were released (before, loky's tracker named them at the interpreter's exit).
+    pid = failed[0].user_attrs["worker"].rpartition(":")[2]
+    if Path("/dev/shm").is_dir():
+        assert list(Path("/dev/shm").glob(f"sem.loky-{pid}-*")) == []
     others = [t for t in result.study.trials if t.state != TrialState.FAIL]
     assert others and {t.state for t in others} == {TrialState.COMPLETE}
     table = leaderboard(result.study)

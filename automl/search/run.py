@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -224,12 +225,12 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
     try:
         done, busy = concurrent.futures.wait(futures, timeout=timeout)
     except BaseException:  # Ctrl-C or SIGTERM: stop our processes now, not at their deadline
-        executor.shutdown(wait=True, kill_workers=True)
+        _kill(executor)
         fail_running(storage, study_name, launch, reason="interrupted")
         raise
     killed = 0
     if busy:
-        executor.shutdown(wait=True, kill_workers=True)
+        _kill(executor)
         # Expected at most deadlines (a trial rarely ends just in time); the leaderboard shows it as
         # failed, with the reason. Not a warning: a user with verbose=0 saw it on every fit.
         logger.info("Stopped %d search worker(s) %.1f s after the search deadline.", len(busy), grace)
@@ -244,6 +245,35 @@ def _run_in_processes(tasks, storage, study_name, deadline, grace, launch):
                            str(exc).splitlines()[0])
             killed += fail_dead(storage, study_name, launch)
     return seconds, killed, died, len(busy)
+
+
+def _kill(executor):
+    """Kill the executor's worker processes, and release what they could not."""
+    pids = list(getattr(executor, "_processes", {}))  # loky's pid -> process map, gone after shutdown
+    executor.shutdown(wait=True, kill_workers=True)
+    _release_semaphores(pids)
+
+
+def _release_semaphores(pids):
+    """Unlink the POSIX semaphores that killed worker processes made and could not release.
+
+    A trial's model may run joblib threads, whose pool makes semaphores registered with loky's resource
+    tracker; a worker killed mid-trial leaves them in /dev/shm, and the tracker names them at the
+    interpreter's exit ("There appear to be N leaked semlock objects"). Their names carry the pid of
+    the process that made them (``/loky-<pid>-...``). Where there is no /dev/shm (macOS), nothing is done.
+    """
+    from _multiprocessing import sem_unlink
+
+    from joblib.externals.loky.backend import resource_tracker
+
+    for pid in pids:
+        for path in Path("/dev/shm").glob(f"sem.loky-{pid}-*"):
+            name = "/" + path.name[len("sem."):]
+            try:
+                sem_unlink(name)
+            except OSError:
+                continue
+            resource_tracker.unregister(name, "semlock")
 
 
 def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, index, threads, launch=None,
