@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+import pandas as pd
 import pytest
 from optuna.distributions import FloatDistribution
 from optuna.storages.journal import JournalStorage
@@ -14,8 +15,8 @@ from optuna.trial import TrialState, create_trial
 
 from automl import AutoClassifier
 from automl.search import (
-    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, CVObjective, ProgressLine, get_metric, heartbeat_of, leaderboard, make_pruner,
-    make_sampler, open_storage, prepare_study, run_search,
+    HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, CVObjective, ProgressLine, failed_trials_summary, get_metric, heartbeat_of,
+    leaderboard, make_pruner, make_sampler, open_storage, prepare_study, run_search,
 )
 from automl.space import portfolio, resolve_components
 
@@ -400,3 +401,17 @@ def test_leaderboard_notes_why_trials_stopped_and_leaves_out_waiting_ones():
     assert notes[7] == "stopped by Hyperband after 2 fold(s)"
     assert notes[8] == "stopped by the time budget after 0 fold(s)"
     assert 9 not in notes.index and len(notes) == 9
+
+
+def test_failed_trials_summary_counts_the_pipelines_errors_not_the_budgets():
+    board = pd.DataFrame({
+        "state": ["COMPLETE", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL"],
+        "family": ["hgb", "svc", "svc", None, "rf", "rf", "knn"],
+        "note": ["", "ValueError: bad", "ValueError: bad", "KeyError: 'x'", "stopped at the time budget",
+                 "interrupted", "failed with no error recorded: its worker was interrupted"],
+    })
+    assert failed_trials_summary(board) == (
+        "3 of 7 trials failed (svc x2: ValueError: bad; ? x1: KeyError: 'x'). Each error is in "
+        "leaderboard_['note'] and the trial's MLflow run; the traceback is logged at DEBUG by "
+        "automl.search.objective. Leave a family that always fails out with include=.")
+    assert failed_trials_summary(board.iloc[[0, 4, 5, 6]]) is None

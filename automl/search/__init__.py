@@ -20,7 +20,8 @@ from .setup import SearchSetup, prepare_search
 from .shared import SEARCH_ATTR, SharedSearch
 from .study import (
     BUDGET_NOTE, HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started,
-    failed_trials_summary, heartbeat_of, in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage, prepare_study, quiet_optuna,
+    failed_trials_summary, heartbeat_of, in_memory_copy, leaderboard, make_pruner, make_sampler, open_storage,
+    prepare_study, quiet_optuna,
 )
 from .threads import resolve_n_jobs, threads_per_job
 from .worker import WorkerResult, run_worker
@@ -29,8 +30,8 @@ __all__ = [
     "BUDGET_NOTE", "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL",
     "PRUNING_MIN_RESOURCE", "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine",
     "SearchResult", "SearchSetup", "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling",
-    "count_started", "fail_running", "failed_trials_summary", "get_metric", "heartbeat_of", "in_memory_copy", "is_holdout", "is_prunable",
-    "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path",
+    "count_started", "fail_running", "failed_trials_summary", "get_metric", "heartbeat_of", "in_memory_copy",
+    "is_holdout", "is_prunable", "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path",
     "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna", "resource_range", "run_search",
     "run_worker", "scored_rows", "search_key", "resolve_n_jobs", "threads_per_job", "wait_for_running", "worker_alive",
 ]

@@ -221,7 +221,7 @@ class _FailedTrialFilter(logging.Filter):
     """Drop Optuna's two warnings per failed trial (the second one with the traceback before it).
 
     The trial's ``error`` user attribute carries the reason to the leaderboard, MLflow and the fit's
-    one summary warning (:func:`failed_trials`); the traceback goes to our logger at DEBUG.
+    one summary warning (:func:`failed_trials_summary`); the traceback goes to our logger at DEBUG.
     """
 
     def filter(self, record):
@@ -234,8 +234,11 @@ _FAILED_TRIAL_FILTER = _FailedTrialFilter()
 
 @contextmanager
 def quiet_optuna():
-    """Silence Optuna's per-trial INFO lines (our progress line replaces them) and its failed-trial
-    warnings (the leaderboard says why a trial failed), then restore."""
+    """Silence Optuna's per-trial lines while a study runs, then restore.
+
+    Its INFO lines (our progress line replaces them) and its warnings on failed trials (the leaderboard
+    and one summary warning say why a trial failed: :class:`_FailedTrialFilter`).
+    """
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     source = logging.getLogger("optuna.study._optimize")  # the module that logs them, Optuna 3 to 5
@@ -300,11 +303,13 @@ def failed_trials_summary(board, most=3):
     most : int, default=3
         Kinds of error named; the rest are counted.
     """
-    failed = board[(board["state"] == "FAIL") & ~board["note"].isin([STOPPED_AT_DEADLINE, "interrupted", ""])
-                   & ~board["note"].str.startswith(("failed with no error", STOPPED_AT_DEADLINE))]
+    note = board["note"].fillna("")
+    failed = board[(board["state"] == "FAIL") & ~note.isin(["interrupted", ""])
+                   & ~note.str.startswith(("failed with no error", STOPPED_AT_DEADLINE))]
     if failed.empty:
         return None
-    kinds = failed.groupby(["family", "note"], sort=False).size().sort_values(ascending=False, kind="stable")
+    # A trial that failed before choosing its family has none: counted all the same.
+    kinds = failed.fillna({"family": "?"}).groupby(["family", "note"], sort=False).size().sort_values(ascending=False, kind="stable")
     named = "; ".join(f"{family} x{count}: {note[:200]}" for (family, note), count in kinds.iloc[:most].items())
     more = f"; and {len(kinds) - most} other kind(s)" if len(kinds) > most else ""
     return (f"{len(failed)} of {len(board)} trials failed ({named}{more}). Each error is in leaderboard_['note'] "
