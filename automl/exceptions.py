@@ -3,6 +3,10 @@
 Every error names the column, parameter or trial it is about, so a user can act on the message alone.
 """
 
+import os
+import sys
+import warnings
+
 
 class AutoMLError(Exception):
     """Base class of every error raised by automl."""
@@ -36,3 +40,18 @@ def listing(items, render=repr):
     shown = ", ".join(render(item) for item in items[:MAX_LISTED])
     more = len(items) - MAX_LISTED
     return f"{shown} and {more} more" if more > 0 else shown
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message, category=UserWarning):
+    """``warnings.warn``, pointed at the first line outside automl: the user's call of ``fit`` or ``predict``.
+
+    A fixed ``stacklevel`` points at our own code as soon as a call goes one function deeper (a user saw
+    ``automl/search/setup.py:115`` and a line of ours echoed under a warning about their column).
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)

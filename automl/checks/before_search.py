@@ -1,10 +1,9 @@
 """The data leak check as ``fit`` runs it before the search, for either task."""
 
-import warnings
 
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ..exceptions import DataValidationError, LeakageWarning
+from ..exceptions import DataValidationError, LeakageWarning, warn_user
 from ..search import is_holdout
 from .leakage import LeakageReport, check_data_leakage
 from .leakage_regression import check_regression_leakage
@@ -53,5 +52,5 @@ def check_before_search(X, y, profile, folds, random_state, mode):
         raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "
                                   f"{' '.join(high)} Fix the data, or pass leak_check='warn'.")
     for finding in report.findings:
-        warnings.warn(finding.message, LeakageWarning, stacklevel=3)
+        warn_user(finding.message, LeakageWarning)
     return report

@@ -8,14 +8,13 @@ so the finding asks; honest strong columns are flagged too (titanic ``Sex``: 70%
 """
 
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 from sklearn.inspection import permutation_importance
 from sklearn.utils import check_random_state
 
-from ..exceptions import LeakageWarning
+from ..exceptions import LeakageWarning, warn_user
 from ..search import REGRESSION_METRICS, Metric, aligned_proba, get_metric
 from ..space import fit_quietly
 from .leakage import MAX_FOLDS, LeakageReport, LeakFinding, _round, _stratified
@@ -201,5 +200,5 @@ def check_in_time(pipeline, fold_seconds, X, y, folds, metric, seed, deadline):
                                   f"best trial ({fold_seconds:.1f} s each).",))
     report = check_model_dominance(pipeline, X, y, folds, metric=metric, random_state=seed, deadline=deadline)
     for finding in report.findings:
-        warnings.warn(finding.message, LeakageWarning, stacklevel=4)  # the caller of fit
+        warn_user(finding.message, LeakageWarning)
     return report

@@ -5,11 +5,10 @@ notes), and the leak check (:mod:`automl.checks.leakage`) reports one of any kin
 thresholds and the count of :func:`identifier_distinct_count`.
 """
 
-import warnings
 
 import numpy as np
 
-from ..exceptions import DataRepairWarning
+from ..exceptions import DataRepairWarning, warn_user
 
 # A column distinct on this share of its rows, and on at least this many values, identifies rows.
 IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT = 0.95, 50
@@ -27,10 +26,10 @@ def _find_identifiers(frame, kinds):
         return ()
     # Rounded down, so that a column with one repeat never reads as distinct on 100%.
     described = "; ".join(f"{name!r} ({n} values, {int(100 * n / len(frame))}% of rows)" for name, n in found.items())
-    warnings.warn(
+    warn_user(
         f"{len(found)} categorical column(s) name the row rather than describe it, and are given to no model "
         f"(they stay in the data for the leak check): {described}. To use one, pass a coarser version of it "
-        "(a title, a prefix).", DataRepairWarning, stacklevel=3)
+        "(a title, a prefix).", DataRepairWarning)
     return tuple(found)
 
 

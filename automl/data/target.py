@@ -13,7 +13,6 @@ Regression: the values must be numbers (bools, text and categories of text are r
 stored as text get their own error), with none missing or infinite; the errors count them.
 """
 
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from ..exceptions import DataRepairWarning, DataValidationError, listing
+from ..exceptions import DataRepairWarning, DataValidationError, listing, warn_user
 
 # Share of rows in single-member classes above which y is refused rather than repaired.
 MAX_DROPPED_SHARE = 0.10
@@ -35,7 +34,7 @@ def _target_array(y):
     if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
         # Same warning as sklearn's column_or_1d, while keeping the column's pandas dtype.
         message = "A column-vector y was passed when a 1d array was expected."
-        warnings.warn(message, DataConversionWarning, stacklevel=3)
+        warn_user(message, DataConversionWarning)
         y = y.iloc[:, 0]
     if isinstance(y, pd.Series):
         values = y.to_numpy()
@@ -216,11 +215,11 @@ def _rows_of_classes_seen_twice(labels, counts, codes):
             f"{single.size} of y's {labels.size} classes have a single member ({listing(single.tolist())}), "
             f"{(~keep).mean():.0%} of the rows: that is not a set of class labels. For a numeric target use "
             "AutoRegressor (automl fit --task regression); otherwise merge the rare labels.")
-    warnings.warn(
+    warn_user(
         f"Dropped {int((~keep).sum())} row(s) of {single.size} class(es) with a single member "
         f"({listing(single.tolist())}): a class seen once cannot be learnt and scored by cross-validation, "
         "and the model will not predict it. Add examples of it, or merge it with a related class.",
-        DataRepairWarning, stacklevel=4,
+        DataRepairWarning
     )
     return keep
 
@@ -237,9 +236,9 @@ def _check_class_counts(classes, counts, n_folds):
             "Stratified folds need more rows than folds in some class: lower cv."
         )
     if rare:
-        warnings.warn(
+        warn_user(
             f"{len(rare)} class(es) have fewer members than n_folds={n_folds}: {listing(rare, render=str)}. "
-            "Some folds score no row of them, so their fold scores vary more.", DataRepairWarning, stacklevel=4)
+            "Some folds score no row of them, so their fold scores vary more.", DataRepairWarning)
 
 
 def training_classes(y):

@@ -37,7 +37,7 @@ import pandas as pd
 import scipy.stats
 from scipy import sparse
 
-from ..exceptions import DataRepairWarning, DataValidationError
+from ..exceptions import DataRepairWarning, DataValidationError, warn_user
 from ..exceptions import listing as _listing
 from .identifiers import _find_identifiers
 from .target import encode_target, regression_target
@@ -216,7 +216,7 @@ def check_training_data(X, y, *, n_folds, task="classification"):
         )
     if dropped:
         message = f"Dropped {len(dropped)} column(s) that cannot help the model: {_describe(dropped)}."
-        warnings.warn(message, DataRepairWarning, stacklevel=2)
+        warn_user(message, DataRepairWarning)
     X_clean = converted.drop(columns=list(dropped))
     identifiers = _find_identifiers(X_clean, kinds)
     fingerprint = _fingerprint(converted, y_encoded, classes)
@@ -291,7 +291,7 @@ def check_prediction_data(X, profile):
     extra = [column for column in frame.columns if column not in profile.input_columns]
     if extra:
         message = f"Ignored {len(extra)} column(s) unknown at training time: {_listing(extra)}."
-        warnings.warn(message, DataRepairWarning, stacklevel=2)
+        warn_user(message, DataRepairWarning)
     kinds = {column: profile.kinds[column] for column in profile.feature_names}
     X_clean = _convert_frame(frame[list(profile.feature_names)], kinds, profile.dtypes or {})
     _check_finite(X_clean)
@@ -311,10 +311,10 @@ def _warn_unseen_categories(X_clean, profile):
             unseen[name] = f"{len(new)} value(s) ({example})"
     if unseen:
         listing = ", ".join(f"{name!r} {text}" for name, text in unseen.items())
-        warnings.warn(f"Categories unseen in training, in {len(unseen)} column(s): {listing}. Families on "
+        warn_user(f"Categories unseen in training, in {len(unseen)} column(s): {listing}. Families on "
                       "ordinal codes (HGB, LightGBM, XGBoost, CatBoost) predict them as a missing value, one-hot "
                       "ones as the infrequent level or none, target encoding as the training mean.",
-                      DataRepairWarning, stacklevel=3)
+                      DataRepairWarning)
 
 
 def _to_frame(X, names=None):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ..exceptions import NoSuccessfulTrialsError
+from ..exceptions import NoSuccessfulTrialsError, warn_user
 from ..search import is_holdout, scored_rows
 from .selection import EnsembleSelection, weighted_average
 from .voting import WeightedEnsembleClassifier, WeightedEnsembleRegressor
@@ -251,9 +251,8 @@ def use_fallback(result, fallback):
         )
     member = fallback.estimators[0]
     name = type(member[-1] if hasattr(member, "steps") else member).__name__  # a pipeline's model, or a dummy
-    warnings.warn(
+    warn_user(
         f"None of {len(trials)} started trials finished (first errors: {errors or 'none'}); the model "
-        f"is the fallback, a {name}. Raise time_budget or n_trials.", UserWarning,
-        stacklevel=4,  # the caller of fit
+        f"is the fallback, a {name}. Raise time_budget or n_trials.", UserWarning
     )
     return fallback

@@ -13,7 +13,6 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Sequence
 from contextlib import nullcontext
 from functools import partial
@@ -27,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..checks import LeakageReport, check_before_search, check_in_time
 from ..data import check_prediction_data, memory_mapped
 from ..ensemble import beats_constant, build_ensemble, final_fit_seconds, fit_fallback, use_fallback
+from ..exceptions import warn_user
 from ..report import report_artifacts, report_data, run_description, write_model_report
 from ..search import (
     ProgressLine, SharedSearch, check_storage_spelling, count_started, failed_trials_summary, in_memory_copy,
@@ -427,10 +427,10 @@ class _AutoMLBase(BaseEstimator):
         others = [t for t in optuna.load_study(study_name=study_name, storage=storage).get_trials(deepcopy=False)
                   if t.user_attrs.get("search_key") not in (None, self.search_key_)]
         if others:
-            warnings.warn(
+            warn_user(
                 f"Study {study_name!r} holds {len(others)} trials scored on other folds (random_state=None draws new "
                 "ones each fit): Hyperband prunes this fit's trials against them and they cannot join its ensemble. "
-                "Give random_state to continue a study, or use a new study_name.", UserWarning, stacklevel=4)
+                "Give random_state to continue a study, or use a new study_name.", UserWarning)
 
     def _pruning(self):
         """Whether the search prunes: ``pruning``, with "auto" resolved by the validation and the time budget.
@@ -465,8 +465,8 @@ class _AutoMLBase(BaseEstimator):
         if setup.validation == "holdout" and not beats_constant(fitted[2][0], setup.y, setup.folds, setup.metric):
             # Its candidates may be models stopped on a few thousand rows; one that diverged (kddcup99's rare
             # classes) scored worse than the class prior on the holdout, and was kept with no word.
-            warnings.warn("The best ensemble of this holdout search scores worse than a constant prediction on the "
-                          "holdout: the fallback model is used instead.", UserWarning, stacklevel=3)
+            warn_user("The best ensemble of this holdout search scores worse than a constant prediction on the "
+                      "holdout: the fallback model is used instead.", UserWarning)
             fallback = self._fallback(setup, left)
             if fallback is not None:
                 return fallback, {}, (np.nan, np.nan)
@@ -493,7 +493,7 @@ class _AutoMLBase(BaseEstimator):
         complete = self.leaderboard_[self.leaderboard_["state"] == "COMPLETE"]
         failed = failed_trials_summary(self.leaderboard_)
         if failed and not complete.empty:  # with none complete, the fallback's warning quotes the errors
-            warnings.warn(failed, UserWarning, stacklevel=4)
+            warn_user(failed, UserWarning)
         if complete.empty:  # a holdout trial stopped by the budget after a rung is a candidate too
             complete = self.leaderboard_[self.leaderboard_["trial"].isin(list(result.oof))]
         self.best_params_, self.best_score_, self.best_score_std_ = {}, np.nan, np.nan

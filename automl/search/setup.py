@@ -5,13 +5,13 @@ so a worker given the same data and settings rebuilds the very folds, families a
 fit, and proves it by the same ``search_key``.
 """
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
 from ..data import check_training_data
+from ..exceptions import warn_user
 from ..space import resolve_components
 from .objective import search_key
 from .scoring import get_metric
@@ -119,9 +119,9 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
     folds = _holdout(X_clean, y_enc, seed, task) if holdout else _make_folds(cv, X_clean, y_enc, seed, task)
     if holdout and len(folds[0][1]) < HOLDOUT_WARN_ROWS:
-        warnings.warn(f"validation='holdout' on {len(y_enc):,} rows scores every trial on {len(folds[0][1]):,} "
-                      "held-out rows only: their scores are noisy enough to pick the wrong trials. "
-                      "validation='cv' scores every row.", UserWarning, stacklevel=4)
+        warn_user(f"validation='holdout' on {len(y_enc):,} rows scores every trial on {len(folds[0][1]):,} "
+                  "held-out rows only: their scores are noisy enough to pick the wrong trials. "
+                  "validation='cv' scores every row.", UserWarning)
     return SearchSetup(X_clean, y_enc, folds, specs, metric, seed, profile,
                        search_key(profile.fingerprint, folds, metric.name), "holdout" if len(folds) == 1 else "cv")
 

@@ -1,7 +1,7 @@
 """The families a search may use: the registry of the task, the user's own specs, ``include=`` and the data's size."""
 
-import warnings
 
+from ..exceptions import warn_user
 from .components import DEFAULT_COMPONENTS
 from .regressors import REGRESSION_COMPONENTS
 
@@ -68,7 +68,7 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
         message = f"Not searched on {profile.n_samples:,} rows: {limits}."
         if len(too_big) == len(specs):
             raise ValueError(f"No model family is left to search. {message} Include other families.")
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warn_user(message, UserWarning)
     specs = [s for s in specs if s not in too_big]
     if not specs:
         raise ValueError("No model family is left to search: check include= and the data size.")
