@@ -42,8 +42,8 @@ SCRIPT = textwrap.dedent("""
     print((states == "FAIL").sum(), (states == "COMPLETE").sum())
 """)
 
-NOISE = re.compile(r"Traceback|leaked|resource_tracker|skops|pickle|\[W \d|\bINFO\b|Warning: (?!\d+ of 12 trials failed)",
-                   re.IGNORECASE)
+NOISE = re.compile(
+    r"Traceback|leaked|resource_tracker|skops|pickle|\[W \d|\bINFO\b|Warning: (?!\d+ of 12 trials failed)", re.IGNORECASE)
 
 
 def _fit(tmp_path, verbose):

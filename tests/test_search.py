@@ -205,12 +205,13 @@ def test_runaway_trial_is_stopped_at_deadline_plus_grace(tmp_path):
         sampler=make_sampler("random", 0), pruner=make_pruner(False, 3),
         deadline=time.time() + budget, n_jobs=2, oof_dir=tmp_path, grace=grace,
     )
-    # Stopped well before the minute of sleep ends, whichever worker hung (a bound a loaded machine meets:
-    # the stop itself is at deadline + grace, what follows is the pool's shutdown and a storage read).
-    assert result.seconds < budget + grace + 30.0
+    returned = time.time()
     assert result.killed == 1
     failed = [t for t in result.study.trials if t.state == TrialState.FAIL]
     assert len(failed) == 1
+    # Stopped before its minute of sleep ended, whichever worker hung: timed from the hung trial's own
+    # start, so a slow machine's late start does not count against it.
+    assert returned < failed[0].datetime_start.timestamp() + 60
     assert failed[0].user_attrs["error"] == "stopped at the time budget"
     # Its worker's semaphores were released (before, loky's tracker named them at the interpreter's exit).
     pid = failed[0].user_attrs["worker"].rpartition(":")[2]

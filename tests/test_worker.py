@@ -183,10 +183,9 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_the_search_finishes(post
     assert [t for t in trials.values() if _pid_of(t) == other.pid and t.datetime_start.timestamp() > killed["at"]]
     complete = {n for n, t in trials.items() if t.state == TrialState.COMPLETE}
     assert set(model.ensemble_candidates_) == complete
-    # The dead trial was failed by its stale heartbeat (grace_period 4 s) soon after the kill: the search
-    # did not wait for it. (Timed from the kill, not from the fit's start: the 24 trials take longer on
-    # a loaded machine, the heartbeat does not.)
-    assert dead.datetime_complete.timestamp() - killed["at"] < 60
+    # The dead trial was failed by its stale heartbeat while the search went on, not waited for at its
+    # end: a trial ended after it was failed (an order of events, which holds at any machine speed).
+    assert [t for t in trials.values() if t.number != dead.number and t.datetime_complete > dead.datetime_complete]
 
 
 def test_two_studies_side_by_side_do_not_mix(postgres, credit_csv, tmp_path, shared_data):
@@ -331,19 +330,19 @@ def test_sigterm_stops_a_worker_and_its_processes_and_marks_its_trial(postgres, 
             process.wait()
 
 
-def test_storage_spellings_and_fast_cli_refusals(tmp_path, credit_csv, caplog):
+def test_storage_spellings_and_fast_cli_refusals(tmp_path, credit_csv, caplog, monkeypatch):
     from automl.cli import main
 
     with pytest.raises(ValueError, match="write it as the URL 'sqlite:///s.db'"):
         open_storage("s.db", tmp_path)
     postgres_style = open_storage("postgres://postgres@127.0.0.1:5432/test", tmp_path)
     assert postgres_style.url == "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-    started = time.time()
+    waits = []  # refused before waiting for a search (up to 300 s), whatever the machine's speed
+    monkeypatch.setattr(SharedSearch, "wait_for", classmethod(lambda cls, *args: waits.append(args)))
     assert main(["worker", "--storage", POSTGRES_URL, "--study", "s", "--data", str(tmp_path / "nope.csv")]) == 1
     assert main(["worker", "--storage", f"sqlite:///{tmp_path / 'typo.db'}", "--study", "s",
                  "--data", str(credit_csv)]) == 1
-    # Refused, not waited for (a worker waits up to 300 s for its study), and no file made.
-    assert time.time() - started < 60 and not (tmp_path / "typo.db").exists()
+    assert waits == [] and not (tmp_path / "typo.db").exists()
     err = caplog.text
     assert "nope.csv: no such file" in err and "typo.db: no such file on this machine" in err
 

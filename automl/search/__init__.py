@@ -31,7 +31,7 @@ __all__ = [
     "PRUNING_MIN_RESOURCE", "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine",
     "SearchResult", "SearchSetup", "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling",
     "count_started", "fail_running", "failed_trials_summary", "get_metric", "heartbeat_of", "in_memory_copy",
-    "is_holdout", "is_prunable", "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler", "model_path", "oof_path",
-    "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna", "resource_range", "run_search",
-    "run_worker", "scored_rows", "search_key", "resolve_n_jobs", "threads_per_job", "wait_for_running", "worker_alive",
+    "is_holdout", "is_prunable", "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler",
+    "model_path", "oof_path", "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna",
+    "resource_range", "run_search", "run_worker", "scored_rows", "search_key", "resolve_n_jobs", "threads_per_job", "wait_for_running", "worker_alive",
 ]

@@ -241,7 +241,7 @@ def quiet_optuna():
     """
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    source = logging.getLogger("optuna.study._optimize")  # the module that logs them, Optuna 3 to 5
+    source = logging.getLogger("optuna.study._optimize")  # the module that logs them (Optuna 5.0)
     added = _FAILED_TRIAL_FILTER not in source.filters  # nested: the outermost call removes it
     source.addFilter(_FAILED_TRIAL_FILTER)
     try:
@@ -309,7 +309,8 @@ def failed_trials_summary(board, most=3):
     if failed.empty:
         return None
     # A trial that failed before choosing its family has none: counted all the same.
-    kinds = failed.fillna({"family": "?"}).groupby(["family", "note"], sort=False).size().sort_values(ascending=False, kind="stable")
+    kinds = failed.fillna({"family": "?"}).groupby(["family", "note"], sort=False).size()
+    kinds = kinds.sort_values(ascending=False, kind="stable")
     named = "; ".join(f"{family} x{count}: {note[:200]}" for (family, note), count in kinds.iloc[:most].items())
     more = f"; and {len(kinds) - most} other kind(s)" if len(kinds) > most else ""
     return (f"{len(failed)} of {len(board)} trials failed ({named}{more}). Each error is in leaderboard_['note'] "
