@@ -288,6 +288,38 @@ def test_coupled_svc_beats_one_vs_rest_calibration_on_multiclass(shared_data):
     assert clone(CoupledSVC(C=3.0)).get_params() == {"C": 3.0, "gamma": "scale", "random_state": None}
 
 
+def test_portfolio_boosting_stays_finite_on_rare_classes(shared_data):
+    # 6,000 rows of kddcup99: 16 classes, 9 of them with 1 to 23 rows. Without an L2 penalty a rare
+    # class's near-zero hessians blow up HGB's leaf values (a held-out log loss of 1.50 at 1e-8).
+    from sklearn.metrics import log_loss
+
+    from automl.data import check_prediction_data
+    from automl.exceptions import DataRepairWarning
+    from automl.space import portfolio, rebuild
+
+    frame = pd.read_csv(shared_data / "large" / "kddcup99.csv.gz").sample(6000, random_state=0)
+    train, test = frame.iloc[:4500], frame.iloc[4500:]
+    X, y, classes, profile = check_training_data(train.drop(columns="label"), train["label"], n_folds=5)
+    test = test[test["label"].isin(classes)]
+    with pytest.warns(DataRepairWarning, match="unseen in training"):  # services of no training row
+        X_test = check_prediction_data(test.drop(columns="label"), profile)
+    y_test = np.searchsorted(classes, test["label"])
+    specs = resolve_components(include=["hgb", "lgbm"], profile=profile)
+
+    def held_out_log_loss(params):
+        proba = rebuild(params, profile, specs, random_state=0).fit(X, y).predict_proba(X_test)
+        return log_loss(y_test, proba, labels=range(len(classes)))
+
+    prior = np.bincount(y, minlength=len(classes)) / len(y)
+    constant = log_loss(y_test, np.tile(prior, (len(y_test), 1)), labels=range(len(classes)))
+    configs = portfolio(specs)
+    assert [c["model"] for c in configs] == ["hgb", "lgbm", "hgb"]
+    losses = [held_out_log_loss(c) for c in configs]
+    assert max(losses) < 0.03 < constant / 10, (losses, constant)
+    unpenalized = {**configs[0], "model.hgb.l2_regularization": 1e-8}
+    assert held_out_log_loss(unpenalized) > 10 * max(losses)  # what the penalty is for
+
+
 # ---- LightGBM stops early on large data (automl.space.boosting) ---------------------------------------
 @pytest.fixture(scope="module")
 def bank_sample(load_shared):

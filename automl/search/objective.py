@@ -96,8 +96,10 @@ def row_rungs(train, y, seed, classification=True):
     """Training rows of each rung of a holdout search: ``[(step, indices), ...]``, smallest first.
 
     Each rung is a prefix of one seeded order of ``train``. For classification the order is stratified
-    (each class spread evenly along it) and starts with one row of each class, so that every rung holds
-    every class (XGBoost refuses a fit that lacks one).
+    (each class spread evenly along it) and starts with two rows of each class (one of a class of one),
+    so that every rung holds every class (XGBoost refuses a fit that lacks one) and twice where it can:
+    HistGradientBoosting's early stopping splits a stratified inner validation set off its rows and
+    fails on a class of one.
 
     Parameters
     ----------
@@ -121,7 +123,7 @@ def row_rungs(train, y, seed, classification=True):
         for label in np.unique(labels):
             members = np.flatnonzero(labels == label)
             place[rng.permutation(members)] = (np.arange(len(members)) + rng.random()) / len(members)
-            place[members[rng.integers(len(members))]] = -1.0  # one of each class first
+            place[rng.choice(members, min(2, len(members)), replace=False)] = -1.0  # two of each class first
         order = train[np.argsort(place, kind="stable")]
     else:
         order = train[rng.permutation(len(train))]

@@ -301,13 +301,20 @@ def _defaults(key, **params):
     return {"model": key, **{f"model.{key}.{name}": value for name, value in params.items()}}
 
 
+# The portfolio's gradient boosting keeps an L2 penalty of 1 on leaf values (XGBoost's default): a
+# leaf's Newton step is its gradient sum over its hessian sum plus L2, and a rare class, predicted near
+# p = 0, has hessians p(1 - p) near 0, so without the penalty its steps blow up (on 40,000 rows of
+# kddcup99, 23 classes, a 5-fold log loss of 1.07 for HGB at L2 = 1e-8 against 0.0028 at 1; on the
+# tuning split HGB's ROC AUC rose on all 8 binary tables, and log loss fell on vehicle and splice).
+GBM_DEFAULT_L2 = 1.0
+
 DEFAULT_COMPONENTS = (
     ComponentSpec(
         "hgb", "HistGradientBoosting", _suggest_hgb, _build_hgb,
         native_categorical="categorical_features", handles_missing=True,
         default_params=[
             _defaults("hgb", learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
-                      l2_regularization=1e-8, max_features=1.0),
+                      l2_regularization=GBM_DEFAULT_L2, max_features=1.0),
             _defaults("hgb", learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=40,
                       l2_regularization=1.0, max_features=0.5),
         ],
@@ -316,7 +323,7 @@ DEFAULT_COMPONENTS = (
         "lgbm", "LightGBM", _suggest_lgbm, _build_lgbm, handles_missing=True, requires="lightgbm",
         native_categorical="pandas",
         default_params=[_defaults("lgbm", n_estimators=200, learning_rate=0.05, subsample=0.8,
-                                  colsample_bytree=0.8, reg_lambda=1e-8, num_leaves=31,
+                                  colsample_bytree=0.8, reg_lambda=GBM_DEFAULT_L2, num_leaves=31,
                                   min_child_samples=20)],
     ),
     ComponentSpec(
