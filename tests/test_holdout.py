@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import ShuffleSplit, StratifiedKFold
 
 from automl import AutoClassifier, AutoRegressor
 from automl.checks import check_before_search
@@ -44,20 +44,57 @@ def _wide_rows(n, seed=0):
 
 def test_rungs_are_nested_stratified_prefixes_that_hold_every_class():
     y = np.array([0] * 20250 + [1] * 6075 + [2] * 675 + [3] * 2)  # a class of 2 rows, as kddcup99 has
-    train = np.arange(len(y))
-    rungs = objective_module.row_rungs(train, y, seed=0)
-    assert [step for step, _ in rungs] == [1, 3, 9, 27]
-    assert [len(rows) for _, rows in rungs] == [len(y) * s // 27 for s in (1, 3, 9, 27)]
-    for (_, small), (_, large) in zip(rungs, rungs[1:]):
-        assert np.array_equal(large[:len(small)], small)  # each rung is a prefix of the next
-    for _, rows in rungs:
+    train = np.arange(len(y))[::-1]  # any training rows, in any order
+    order = objective_module.rung_order(train, y, seed=0)
+    assert np.array_equal(np.sort(order), np.sort(train))  # every training row, once
+    rungs = objective_module.row_rungs(len(train))
+    assert rungs == [(s, len(y) * s // 27) for s in (1, 3, 9, 27)]
+    for _, n_rows in rungs:  # each rung is the first n_rows of the order, so a prefix of the next
+        rows = order[:n_rows]
         share = np.bincount(y[rows], minlength=4) / len(rows)
         assert set(y[rows]) == {0, 1, 2, 3} and (y[rows] == 3).sum() == 2  # the class of 2, twice
         # The 8 rows put first (two of each class) shift the first rung's 1,000 rows by at most 0.8%.
         assert share[:3] == pytest.approx([0.75, 0.225, 0.025], abs=0.005)
-    again = objective_module.row_rungs(train, y, seed=0)
-    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(rungs, again))
-    assert not np.array_equal(objective_module.row_rungs(train, y, seed=1)[0][1], rungs[0][1])
+    assert np.array_equal(objective_module.rung_order(train, y, seed=0), order)
+    assert not np.array_equal(objective_module.rung_order(train, y, seed=1)[:1000], order[:1000])
+
+
+def test_a_holdout_is_stored_training_rows_first_in_rung_order_and_loses_no_row():
+    X, y = _wide_rows(search_setup.HOLDOUT_MIN_ROWS)
+    X["id"] = np.arange(len(X))  # where each stored row came from
+    setup = prepare_search(X, y, random_state=0, validation="holdout")
+    [(train, test)] = setup.folds
+    assert np.array_equal(train, np.arange(90_000)) and np.array_equal(test, np.arange(90_000, 100_000))
+    came_from = setup.X["id"].to_numpy().astype(int)
+    assert np.array_equal(np.sort(came_from), np.arange(len(X)))  # a permutation: no row lost or repeated
+    np.testing.assert_array_equal(setup.y, y.to_numpy()[came_from])  # each label moved with its row
+    pd.testing.assert_frame_equal(setup.X[["a", "b", "c"]], X.iloc[came_from, :3].reset_index(drop=True),
+                                  check_dtype=False)
+    # The holdout is the one _holdout draws, and the training part is laid out in its rung order.
+    [(plain_train, plain_test)] = search_setup._holdout(setup.X.iloc[np.argsort(came_from)], y.to_numpy(), 0,
+                                                        "classification")
+    assert np.array_equal(np.sort(came_from[test]), plain_test)
+    assert np.array_equal(came_from[train], objective_module.rung_order(plain_train, y.to_numpy(), 0))
+    # The search key is that of the user's rows and folds, so a worker's copy of the data proves the same.
+    assert setup.search_key == prepare_search(X, y, random_state=0, validation="holdout").search_key
+    assert setup.search_key != prepare_search(X, y, random_state=1, validation="holdout").search_key
+    # A user's splitter of one split may leave rows out of both parts: they are stored last, not dropped.
+    split = ShuffleSplit(n_splits=1, train_size=0.5, test_size=0.2, random_state=0)
+    partial = prepare_search(X, y, random_state=0, cv=split, validation="cv")
+    [(train, test)] = partial.folds
+    assert partial.validation == "holdout" and len(partial.y) == len(y)
+    assert np.array_equal(train, np.arange(50_000)) and np.array_equal(test, np.arange(50_000, 70_000))
+    assert np.array_equal(np.sort(partial.X["id"].to_numpy().astype(int)), np.arange(len(X)))
+
+
+def test_a_holdout_objective_refuses_training_rows_laid_out_otherwise(phoneme, tmp_path):
+    X, y = phoneme
+    setup = prepare_search(X, y, random_state=0, validation="holdout", include=["logreg"])
+    [(train, test)] = setup.folds
+    objective = CVObjective(setup.X, setup.y, [(train[::-1], test)], setup.profile, setup.specs, setup.metric,
+                            tmp_path, random_state=0)
+    with pytest.raises(ValueError, match="first rows of X, in rung order"):
+        objective.rungs
 
 
 def test_rungs_below_the_minimum_rows_are_skipped():
@@ -108,7 +145,7 @@ def test_auto_validation_holds_out_rows_by_size_and_budget(monkeypatch):
     [(train, test)] = setup.folds
     assert setup.validation == "holdout"
     assert len(test) == 10_000 and len(train) == 90_000 and np.all(np.diff(test) > 0)
-    assert y.iloc[test].mean() == pytest.approx(y.mean(), abs=1e-4)  # stratified
+    assert setup.y[test].mean() == pytest.approx(y.mean(), abs=1e-4)  # stratified
     assert len(prepare_search(X, y, random_state=0, validation="cv").folds) == 5
     small = prepare_search(X.iloc[:5000], y.iloc[:5000], random_state=0)
     assert small.validation == "cv" and len(small.folds) == 5

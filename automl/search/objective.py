@@ -9,7 +9,8 @@ This module alone says what Hyperband's resource is. It depends on how the searc
 - **holdout** (one fold: large tables, see :func:`automl.search.prepare_search`): the resource is
   **training rows**, 1/27, 1/9, 1/3 and all of the fold's training part (Li et al., JMLR 2018, use
   this resource), reported at steps 1, 3, 9 and 27. The rows of a rung are a prefix of one seeded,
-  stratified order of the training part (:func:`row_rungs`), the same for every trial, and every rung
+  stratified order of the training part (:func:`rung_order`; the setup stores the rows in it, so a
+  rung is a slice), the same for every trial, and every rung
   is scored on the same holdout rows, so two trials' scores at a step are comparable. Knobs that count
   rows (a leaf's minimum size) are scaled to the rung's share of the rows (:func:`automl.space.at_rows`),
   so that a configuration keeps its shape from rung to rung and the small rungs do not favour large
@@ -92,14 +93,14 @@ def row_steps(n_train):
     return kept or [ROW_STEPS[-1]]
 
 
-def row_rungs(train, y, seed, classification=True):
-    """Training rows of each rung of a holdout search: ``[(step, indices), ...]``, smallest first.
+def rung_order(train, y, seed, classification=True):
+    """The training rows of a holdout in the order its rungs take them: each rung is a prefix of it.
 
-    Each rung is a prefix of one seeded order of ``train``. For classification the order is stratified
-    (each class spread evenly along it) and starts with two rows of each class (one of a class of one),
-    so that every rung holds every class (XGBoost refuses a fit that lacks one) and twice where it can:
-    HistGradientBoosting's early stopping splits a stratified inner validation set off its rows and
-    fails on a class of one.
+    One seeded order of ``train``. For classification it is stratified (each class spread evenly along
+    it) and starts with two rows of each class (one of a class of one), so that every rung holds every
+    class (XGBoost refuses a fit that lacks one) and twice where it can: HistGradientBoosting's early
+    stopping splits a stratified inner validation set off its rows and fails on a class of one.
+    :func:`automl.search.prepare_search` stores the rows in this order, so that a rung is a slice.
 
     Parameters
     ----------
@@ -111,24 +112,29 @@ def row_rungs(train, y, seed, classification=True):
 
     Returns
     -------
-    rungs : list of (int, ndarray)
-        Step (of :data:`ROW_STEPS`) and the row indices of that rung.
+    order : ndarray of shape (n_train,)
+        The indices of ``train``, reordered.
     """
     train = np.asarray(train)
     rng = np.random.default_rng(seed)
-    if classification:
-        labels = y[train]
-        # A row's place along the order: its rank within its class, spread over [0, 1).
-        place = np.empty(len(train))
-        for label in np.unique(labels):
-            members = np.flatnonzero(labels == label)
-            place[rng.permutation(members)] = (np.arange(len(members)) + rng.random()) / len(members)
-            place[rng.choice(members, min(2, len(members)), replace=False)] = -1.0  # two of each class first
-        order = train[np.argsort(place, kind="stable")]
-    else:
-        order = train[rng.permutation(len(train))]
-    steps = row_steps(len(train))
-    return [(s, order[:max(1, len(order) * s // ROW_STEPS[-1])]) for s in steps]
+    if not classification:
+        return train[rng.permutation(len(train))]
+    labels = y[train]
+    # A row's place along the order: its rank within its class, spread over [0, 1).
+    place = np.empty(len(train))
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        place[rng.permutation(members)] = (np.arange(len(members)) + rng.random()) / len(members)
+        place[rng.choice(members, min(2, len(members)), replace=False)] = -1.0  # two of each class first
+    return train[np.argsort(place, kind="stable")]
+
+
+def row_rungs(n_train):
+    """The rungs of a holdout search on ``n_train`` training rows: ``[(step, n_rows), ...]``, smallest first.
+
+    A rung fits on the first ``n_rows`` rows of the training part, as laid out by :func:`rung_order`.
+    """
+    return [(s, max(1, n_train * s // ROW_STEPS[-1])) for s in row_steps(n_train)]
 
 
 def search_key(fingerprint, folds, metric_name):
@@ -272,10 +278,18 @@ class CVObjective:
 
     @cached_property
     def rungs(self):
-        """A holdout's :func:`row_rungs`, else None."""
+        """A holdout's :func:`row_rungs`, else None.
+
+        Raises ValueError unless the training part is the first rows (as ``prepare_search`` lays it out):
+        a rung is a slice of them, and any other layout would fit on the wrong rows.
+        """
         if not is_holdout(self.folds):
             return None
-        return row_rungs(self.folds[0][0], self.y, self.random_state or 0, self.profile.task != "regression")
+        train = self.folds[0][0]
+        if not np.array_equal(train, np.arange(len(train))):
+            raise ValueError("A holdout's training rows must be the first rows of X, in rung order: "
+                             "make the setup with automl.search.prepare_search.")
+        return row_rungs(len(train))
 
     def __call__(self, trial):
         try:
@@ -321,25 +335,26 @@ class CVObjective:
         # point run to all rows (a forest, CatBoost) may take the whole budget.
         n_train = len(self.folds[0][0])
         kept, seconds = None, None
-        for i, (step, rows) in enumerate(self.rungs):
-            if self._rung_past_deadline(seconds, len(rows) / len(self.rungs[i - 1][1]) if i else 1.0):
+        for i, (step, n_rows) in enumerate(self.rungs):
+            if self._rung_past_deadline(seconds, n_rows / self.rungs[i - 1][1] if i else 1.0):
                 self._keep(trial, kept)
                 trial.set_user_attr("stopped", "time budget")
                 raise optuna.TrialPruned(f"stopped by the time budget after {i} of {len(self.rungs)} rungs")
             # A checkpoint: a worker killed at the deadline during this rung leaves the last rung's model.
             self._keep(trial, kept)
             started = time.time()
-            model, pred = _fit_predict(at_rows(pipeline, len(rows) / n_train), self.X.iloc[rows], self.y[rows],
+            # The first n_rows, as slices: views of the shared file, where an index array would copy them.
+            model, pred = _fit_predict(at_rows(pipeline, n_rows / n_train), self.X.iloc[:n_rows], self.y[:n_rows],
                                        self.X.iloc[test], self.profile)
-            seconds, kept = time.time() - started, (model, pred, len(rows))
+            seconds, kept = time.time() - started, (model, pred, n_rows)
             score = self.metric(self.y[test], pred)
             trial.set_user_attr("fold_scores", [score])  # one holdout: the leaderboard's mean is this rung's
-            trial.set_user_attr("rows", len(rows))
+            trial.set_user_attr("rows", n_rows)
             trial.set_user_attr("rung_seconds", seconds)
             trial.report(score, step=step)
             if i + 1 < len(self.rungs) and trial.should_prune():
                 self._discard(trial)
-                raise optuna.TrialPruned(f"pruned after {len(rows)} rows")
+                raise optuna.TrialPruned(f"pruned after {n_rows} rows")
         self._keep(trial, kept)
         trial.set_user_attr("mean_score", score)
         return score
