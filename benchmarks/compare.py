@@ -65,7 +65,7 @@ COLUMNS = [
     "system", "dataset", "seed", "budget", "status", "error", "task", "metric", "score", "roc_auc",
     "log_loss", "accuracy", "rmse", "mae", "r2", "constant_score", "fit_seconds", "predict_seconds", "process_seconds",
     "wall_ratio", "peak_rss_mb", "n_train", "n_test", "n_classes", "trials_complete", "trials_pruned",
-    "trials_failed", "trials_killed", "trials_per_minute", "members", "search_seconds", "top_up_seconds",
+    "trials_failed", "trials_stopped", "trials_killed", "trials_per_minute", "members", "search_seconds", "top_up_seconds",
     "ensemble_seconds", "model_check_seconds", "folds_fitted", "tracking_seconds", "total_seconds",
     "overhead_seconds", "overhead_share",
     "n_models", "best_model", "system_version", "split_hash", "started_at", "foreign_cpu",

@@ -184,6 +184,7 @@ def ensemble_table(stats):
 
 
 OURS_COLUMNS = {"trials_complete": "complete", "trials_pruned": "pruned", "trials_failed": "failed",
+                "trials_stopped": "stopped at the deadline",
                 "trials_per_minute": "complete/min", "members": "members", "fit_seconds": "fit s",
                 "search_seconds": "search s", "ensemble_seconds": "ensemble s",
                 "model_check_seconds": "model check s", "overhead_seconds": "overhead s"}
@@ -195,7 +196,8 @@ def ours_table(frame):
     columns = [c for c in OURS_COLUMNS if c in ours]  # rows written before a column existed lack it
     table = ours.groupby("system")[columns].mean().rename(columns=OURS_COLUMNS)
     if "folds_fitted" in ours:  # compute per trial: what pruning saves
-        started = ours[["trials_complete", "trials_pruned", "trials_failed"]].sum(axis=1)
+        started = ours[[c for c in ("trials_complete", "trials_pruned", "trials_failed", "trials_stopped")
+                        if c in ours]].sum(axis=1)
         table["folds/trial"] = (ours["folds_fitted"] / started).groupby(ours["system"]).mean()
     table["overhead share mean"] = ours.groupby("system")["overhead_share"].mean()
     table["overhead share max"] = ours.groupby("system")["overhead_share"].max()

@@ -56,14 +56,19 @@ def _ours_first_rung(folds):
 
 def _ours_info(model):
     """Trial counts and the stage timings from which the summary derives our overhead."""
+    from automl.search.liveness import STOPPED_AT_DEADLINE
+
     board = model.leaderboard_
     states = board["state"].value_counts()
     timings = model.timings_
     complete = int(states.get("COMPLETE", 0))
+    # A worker stopped at the deadline leaves its trial FAIL with this note: the budget, not an error.
+    stopped = int(((board["state"] == "FAIL") & board["note"].fillna("").str.startswith(STOPPED_AT_DEADLINE)).sum())
     return {
         "system_version": version("automl"),
         "trials_complete": complete, "trials_pruned": int(states.get("PRUNED", 0)),
-        "trials_failed": int(states.get("FAIL", 0)), "trials_killed": int(model.n_trials_killed_),
+        "trials_failed": int(states.get("FAIL", 0)) - stopped, "trials_stopped": stopped,
+        "trials_killed": int(model.n_trials_killed_),
         "trials_per_minute": complete / max(timings["search"], 1e-9) * 60,
         "members": int((board["weight"] > 0).sum()),
         "search_seconds": timings["search"], "ensemble_seconds": timings["ensemble"],
