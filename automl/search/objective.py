@@ -10,11 +10,10 @@ This module alone says what Hyperband's resource is. It depends on how the searc
   **training rows**, 1/27, 1/9, 1/3 and all of the fold's training part (Li et al., JMLR 2018, use
   this resource), reported at steps 1, 3, 9 and 27. The rows of a rung are a prefix of one seeded,
   stratified order of the training part (:func:`rung_order`; the setup stores the rows in it, so a
-  rung is a slice), the same for every trial, and every rung
-  is scored on the same holdout rows, so two trials' scores at a step are comparable. Knobs that count
-  rows (a leaf's minimum size) are scaled to the rung's share of the rows (:func:`automl.space.at_rows`),
-  so that a configuration keeps its shape from rung to rung and the small rungs do not favour large
-  leaves. A trial keeps its last rung's model: stopped by the time budget after a rung, it is still
+  rung is a slice), the same for every trial, and every rung is scored on the same holdout rows, so
+  two trials' scores at a step are comparable. Knobs that count rows (a leaf's minimum size) are
+  scaled to the rung's share of the rows (:func:`automl.space.at_rows`), so that a configuration keeps
+  its shape from rung to rung and the small rungs do not favour large leaves. A trial keeps its last rung's model: stopped by the time budget after a rung, it is still
   an ensemble candidate, scored on the same holdout.
 
 A trial writes its out-of-fold (OOF) probabilities, or predicted values for regression, on the rows
