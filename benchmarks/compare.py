@@ -45,7 +45,7 @@ QUICK = ["kc1", "credit-g", "phoneme", "vehicle", "splice"]
 # are held out to report on: tuning on a split and reporting that split would flatter the defaults.
 TUNING = QUICK + ["kr-vs-kp", "blood-transfusion", "australian", "banknote-authentication",
                   "bank-marketing-additional"]
-SUITES = ("quick", "tuning", "heldout", "all", "regression", "large", "large-5m", "switch", "tune-large")
+SUITES = ("quick", "tuning", "heldout", "all", "regression", "large", "large-5m", "switch", "tune-large", "wide")
 # Where validation="auto" should hold out rather than run k-fold CV (ours-holdout against ours-cv): a tuning
 # dataset of 41k rows and two generated tuning tables (peers/data.py, SYNTHETIC_TUNING).
 SWITCH = ["bank-marketing-additional", "synthetic-tune-25k", "synthetic-tune-100k"]
@@ -307,7 +307,8 @@ def parse_args():
                               "regression: every regression dataset of MANIFEST.csv; large: the tables of "
                               "100k+ rows (large/MANIFEST.csv, kddcup99-binary, synthetic-100k and -1m); "
                               "large-5m: synthetic-5m; switch: " + " ".join(SWITCH)
-                              + "; tune-large: " + " ".join(TUNE_LARGE))
+                              + "; tune-large: " + " ".join(TUNE_LARGE)
+                              + "; wide: madelon (benchmarks/wide/SOURCE.md) and synthetic-wide (5,000 x 3,000)")
     cmd_run.add_argument("--datasets", nargs="+", help="overrides --suite")
     cmd_run.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     cmd_run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -334,7 +335,7 @@ def main():
     elif args.command == "run":
         suites = _suites()
         args.datasets = args.datasets or suites[args.suite]
-        known = sum((suites[k] for k in ("all", "regression", "large", "large-5m", "switch", "tune-large")), [])
+        known = sum((suites[k] for k in ("all", "regression", "large", "large-5m", "switch", "tune-large", "wide")), [])
         unknown = sorted(set(args.datasets) - set(known))
         if unknown:
             sys.exit(f"unknown datasets {unknown}; the classification datasets are: {' '.join(suites['all'])}; "
@@ -388,7 +389,7 @@ def _suites():
     return {"quick": QUICK, "tuning": TUNING, "heldout": [d for d in classification if d not in TUNING],
             "all": classification, "regression": list(data.manifest(tasks=data.REGRESSION).index),
             "large": [d for d in data.large_names() if d not in LARGE_5M], "large-5m": LARGE_5M, "switch": SWITCH,
-            "tune-large": TUNE_LARGE}
+            "tune-large": TUNE_LARGE, "wide": list(data.WIDE_FILES) + list(data.SYNTHETIC_WIDE)}
 
 
 if __name__ == "__main__":

@@ -163,7 +163,11 @@ def test_auto_validation_holds_out_rows_by_size_and_budget(monkeypatch):
     assert prepare_search(X_mid, y_mid, random_state=0, time_budget=budget).validation == "cv"
     # By cells: as many columns as make rows x columns reach the threshold.
     monkeypatch.setattr(search_setup, "HOLDOUT_MIN_CELLS", 5000 * 3)
+    monkeypatch.setattr(search_setup, "HOLDOUT_AUTO_MIN_ROWS", 5000)
     assert prepare_search(X.iloc[:5000], y.iloc[:5000], random_state=0).validation == "holdout"
+    # ... but not on fewer rows than make a holdout of HOLDOUT_WARN_ROWS, however wide the table.
+    monkeypatch.setattr(search_setup, "HOLDOUT_MIN_CELLS", 4999 * 3)
+    assert prepare_search(X.iloc[:4999], y.iloc[:4999], random_state=0).validation == "cv"
     # At most HOLDOUT_MAX_ROWS rows are held out.
     monkeypatch.setattr(search_setup, "HOLDOUT_MAX_ROWS", 2_000)
     assert len(prepare_search(X, y, random_state=0).folds[0][1]) == 2_000

@@ -217,3 +217,56 @@ def test_report_frame_has_one_row_per_finding(bug_count_report):
     with pytest.raises(AttributeError):
         report.findings[0].severity = "medium"  # frozen
     assert isinstance(report.findings[0], LeakFinding)
+
+
+# ---- wide tables: the screen ----------------------------------------------------------------------
+def widened(X, n_copies, seed=0):
+    """X and ``n_copies`` noisy copies of its numeric columns (each plus normal noise of its own spread)."""
+    rng = np.random.default_rng(seed)
+    numeric = X.select_dtypes("number")
+    copies = {f"{c}_copy{i}": numeric[c] + rng.normal(0, numeric[c].std() + 1e-9, len(X))
+              for i in range(n_copies) for c in numeric}
+    return pd.concat([X, pd.DataFrame(copies, index=X.index)], axis=1)
+
+
+def test_a_wide_table_is_screened_and_finds_the_narrow_tables_leak(kc1, kc1_with_bug_count, bug_count_report,
+                                                                  monkeypatch):
+    X, y = kc1
+    bugs = kc1_with_bug_count[0]["bugs_reported_after_release"]
+    wide = widened(X, 6).assign(bugs_reported_after_release=bugs)  # 21 + 126 + 1 columns
+    assert wide.shape[1] >= leakage.SCREEN_MIN_COLUMNS
+    calls, real = [], leakage._column_auc
+    monkeypatch.setattr(leakage, "_column_auc", lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+    finding = of_kind(leak_check(wide, y), "target_leakage")["bugs_reported_after_release"]
+    narrow = of_kind(bug_count_report, "target_leakage")["bugs_reported_after_release"]
+    # A count of few values is scored by its levels: the screen gives it the very score it has alone.
+    assert finding.severity == narrow.severity == "medium"  # 0.867 alone, above the other columns
+    assert finding.evidence["single_column_auc"] == narrow.evidence["single_column_auc"]
+    assert "bugs_reported_after_release" not in calls  # settled by the screen
+    # The tree rescored only columns the screen put at SCREEN_AUC or above: kc1's own metrics (0.75-0.80
+    # alone) and a few of their 126 noisier copies: 20 trees here, not 148.
+    assert len(set(calls) & set(X.columns)) >= 10 and len(calls) <= 30
+
+
+def test_the_screen_scores_levels_exactly_and_bins_closely(kc1):
+    X, y = kc1
+    X_clean, y_enc, profile, folds = validated(widened(X, 5), y)
+    folds = folds[:leakage.MAX_FOLDS]
+    exact, screened = leakage._screen_aucs(X_clean, y_enc, folds, profile.n_classes)
+    alone = np.array([leakage._column_auc(X_clean[c], y_enc, folds, 2, leakage._by_level(X_clean[c]))
+                      for c in X_clean.columns])
+    assert exact.any() and not exact.all()
+    np.testing.assert_allclose(screened[exact], alone[exact], rtol=0, atol=1e-12)
+    # 16 bins against a depth-4 tree: close (0.06 at most here), well inside the margin of SCREEN_AUC.
+    assert np.abs(screened[~exact] - alone[~exact]).max() < 0.1
+    assert (alone >= leakage.SUSPICIOUS_AUC).sum() == 0 and screened.max() < leakage.SCREEN_AUC + 0.1
+
+
+def test_a_wide_multiclass_leak_of_many_values_goes_to_the_tree(shared_data):
+    frame = pd.read_csv(shared_data / "vehicle.csv")
+    X, y = frame.drop(columns="Class"), frame["Class"]
+    noisy = y.astype("category").cat.codes.to_numpy() + np.random.default_rng(0).normal(0, 0.1, len(y))
+    narrow = of_kind(leak_check(X.assign(inspector_grade=noisy), y), "target_leakage")["inspector_grade"]
+    wide = of_kind(leak_check(widened(X, 6).assign(inspector_grade=noisy), y), "target_leakage")["inspector_grade"]
+    assert wide.severity == narrow.severity == "high"
+    assert wide.evidence["single_column_auc"] == narrow.evidence["single_column_auc"]  # scored by the tree

@@ -11,6 +11,7 @@ import pytest
 from sklearn.model_selection import KFold
 
 from automl.checks import check_regression_leakage
+from automl.checks import leakage_regression
 from automl.checks.leakage_regression import NEAR_EXACT_R2, STRONG_R2
 from automl.data import check_training_data
 
@@ -61,3 +62,27 @@ def test_an_identifier_that_follows_the_target_is_high():
     findings = {f.column: f for f in check_regression_leakage(X, y, profile, folds, random_state=0).findings}
     assert findings["row_id"].kind == "identifier" and findings["row_id"].severity == "high"
     assert "its values predict the target" in findings["row_id"].message
+
+
+def test_a_wide_table_is_screened_and_finds_the_narrow_tables_leak(monkeypatch):
+    """cpu_act's 21 columns and 105 noisier copies (from SCREEN_MIN_COLUMNS on), and a noisy copy of y."""
+    def leak(y):
+        return {"y_noisy": y + np.random.default_rng(0).normal(0, 0.05 * y.std(), len(y))}
+
+    def copies(y):
+        frame = pd.read_csv(SHARED_DATA / "cpu_act.csv", nrows=3000).drop(columns="usr")
+        rng = np.random.default_rng(1)
+        return {f"{c}_copy{i}": frame[c] + rng.normal(0, frame[c].std() + 1e-9, len(frame))
+                for i in range(5) for c in frame.columns}
+
+    narrow = _prepared("cpu_act.csv", "usr", extra=leak)
+    wide = _prepared("cpu_act.csv", "usr", extra=lambda y: {**copies(y), **leak(y)})
+    assert wide[0].shape[1] >= leakage_regression.SCREEN_MIN_COLUMNS
+    trees, real = [], leakage_regression._single_r2
+    monkeypatch.setattr(leakage_regression, "_single_r2", lambda v, *a: trees.append(v.name) or real(v, *a))
+    found = {name: {f.column: f for f in check_regression_leakage(X, y, profile, folds, random_state=0).findings}
+             for name, (X, y, profile, folds) in {"narrow": narrow, "wide": wide}.items()}
+    assert found["wide"]["y_noisy"].severity == found["narrow"]["y_noisy"].severity == "high"
+    assert found["wide"]["y_noisy"].evidence["single_column_r2"] == found["narrow"]["y_noisy"].evidence["single_column_r2"]
+    n_narrow = narrow[0].shape[1]
+    assert trees.count("y_noisy") == 2 and len(trees) - n_narrow < 0.2 * wide[0].shape[1]  # most settled by the screen

@@ -11,6 +11,7 @@ from sklearn.pipeline import Pipeline
 
 from automl.data import check_training_data
 from automl.space import MAX_NATIVE_CARDINALITY, SCALERS, portfolio, rebuild, resolve_components, suggest_pipeline
+from automl.space.selection import MIN_KEPT, PORTFOLIO_KEPT, WIDE_MIN_COLUMNS, TopColumns
 
 SPECS = resolve_components()
 SCALED = {s.key for s in SPECS if s.needs_scaling}
@@ -293,3 +294,55 @@ def test_catboost_reads_missing_values_and_writes_no_files(credit, tmp_path, mon
     sampled = {"model.catboost.learning_rate_auto": False, "model.catboost.learning_rate": 0.2}
     fast = rebuild({**portfolio(specs)[0], **sampled}, profile, specs, random_state=0)
     assert fast.named_steps["model"].get_params()["learning_rate"] == 0.2
+
+
+# ---- wide tables: the selection step --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def wide_kc1(shared_data):
+    """kc1's 21 code metrics and 200 columns of noise, 5% of the metrics' cells missing."""
+    frame = pd.read_csv(shared_data / "kc1.csv")
+    rng = np.random.default_rng(0)
+    metrics = frame.drop(columns="Class").mask(rng.random((len(frame), 21)) < 0.05)
+    noise = pd.DataFrame(rng.normal(size=(len(frame), 200)), columns=[f"noise{i}" for i in range(200)])
+    return profile_of(pd.concat([metrics, noise, frame["Class"]], axis=1), target="Class")
+
+
+def test_a_narrow_table_is_never_asked_to_select(credit):
+    for trial, _ in random_trials(credit[2], SPECS, 20):
+        assert "select" not in trial.params and "select.top.k" not in trial.params
+
+
+def test_a_wide_table_searches_the_kept_columns(wide_kc1):
+    _, _, profile = wide_kc1
+    assert len(profile.numeric_columns) >= WIDE_MIN_COLUMNS
+    params = [trial.params for trial, _ in random_trials(profile, SPECS, 30)]
+    assert {p["select"] for p in params} == {"all", "top"}
+    kept = [p["select.top.k"] for p in params if p["select"] == "top"]
+    assert min(kept) >= MIN_KEPT and max(kept) <= len(profile.numeric_columns)
+
+
+def test_the_wide_portfolio_keeps_the_top_columns_and_fits_with_missing_values(wide_kc1):
+    X, y, profile = wide_kc1
+    config = next(c for c in portfolio(SPECS) if c["model"] == "hgb")  # reads NaN: no imputer before
+    pipeline = suggest_pipeline(FixedTrial(config), profile, SPECS, random_state=0).fit(X, y)
+    numeric = pipeline.named_steps["preprocess"].named_transformers_["numeric"]
+    select = numeric.named_steps["select"] if isinstance(numeric, Pipeline) else numeric
+    assert isinstance(select, TopColumns) and select.k == PORTFOLIO_KEPT
+    kept = set(np.asarray(profile.numeric_columns)[select.get_support()])
+    # kc1's metrics are kept before the noise: 12 of the 21 would be, by chance alone.
+    assert len(kept) == PORTFOLIO_KEPT and len(kept & set(X.columns[:21])) >= 18
+    assert pipeline.named_steps["model"].n_features_in_ == PORTFOLIO_KEPT
+    assert np.isnan(select.transform(X[list(profile.numeric_columns)].to_numpy())).any()  # NaN left to the model
+
+
+def test_top_columns_ranks_by_f_statistic_and_keeps_all_when_k_is_large():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 40)
+    X = np.column_stack([rng.normal(size=120), y + rng.normal(0, 0.5, 120), np.ones(120), y + rng.normal(0, 2, 120)])
+    X[::7, 1] = np.nan
+    select = TopColumns(k=2).fit(X, y)
+    assert select.get_support().tolist() == [False, True, False, True]
+    assert select.scores_[2] == -np.inf  # a constant column has no F-statistic
+    assert TopColumns(k=10).fit(X, y).get_support().all()
+    reg = TopColumns(k=1, task="regression").fit(X[:, [0, 3]], y.astype(float))
+    assert reg.get_support().tolist() == [False, True]

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kstest
+from scipy.stats import kstest, rankdata
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeClassifier
@@ -45,6 +45,15 @@ _ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|index|idx|serial|number|
 DUPLICATE_SHARE_HIGH = 0.05
 # Numbers with at most this many values are scored like categories, by their levels' class frequencies.
 _LEVEL_MODEL_MAX_LEVELS = 64
+# Wide tables: from SCREEN_MIN_COLUMNS columns on, the numeric columns are first scored all at once by the
+# class frequencies of their levels, or of SCREEN_BINS bins of equal frequency when they have more values
+# (one tree per column and fold took 13 ms: 40 s on 3,000 columns). A column scored by its levels gets the
+# very score it would get alone; a binned one whose screen reaches SCREEN_AUC is scored again by the tree,
+# a margin of 0.15 below SUSPICIOUS_AUC for the fixed bins' coarser cuts.
+SCREEN_MIN_COLUMNS = 100
+SCREEN_BINS = 16
+SCREEN_AUC = 0.70
+_SCREEN_CELLS = 4_000_000  # class probabilities held at once (rows x columns x classes) while screening
 
 
 @dataclass(frozen=True)
@@ -314,6 +323,70 @@ def _column_auc(values, y, folds, n_classes, by_level):
     return _auc(y[scored], proba[scored])
 
 
+def _single_aucs(X, y, folds, n_classes):
+    """Every column's :func:`_column_auc`; on a wide table, screened first (:data:`SCREEN_MIN_COLUMNS`)."""
+    numeric = [c for c in X.columns if pd.api.types.is_numeric_dtype(X[c])] if X.shape[1] >= SCREEN_MIN_COLUMNS else []
+    settled = {}
+    if numeric:
+        exact, screened = _screen_aucs(X[numeric], y, folds, n_classes)
+        settled = {c: score for c, is_exact, score in zip(numeric, exact, screened) if is_exact or score < SCREEN_AUC}
+    return {c: settled[c] if c in settled else _column_auc(X[c], y, folds, n_classes, _by_level(X[c]))
+            for c in X.columns}
+
+
+def _screen_aucs(X, y, folds, n_classes):
+    """Each numeric column's cross-validated ROC AUC from the class frequencies of its levels or bins.
+
+    Returns ``exact`` (a column of at most ``_LEVEL_MODEL_MAX_LEVELS`` values, scored by its levels as
+    :func:`_column_auc` scores it) and the scores, both of shape (n_columns,).
+    """
+    exact, codes = screen_codes(X, SCREEN_BINS)
+    scored = np.concatenate([test for _, test in folds])
+    width = max(1, _SCREEN_CELLS // (len(y) * n_classes))
+    scores = [_level_aucs(codes[:, start:start + width], y, folds, n_classes, scored)
+              for start in range(0, codes.shape[1], width)]
+    return exact, np.concatenate(scores)
+
+
+def screen_codes(X, n_bins):
+    """Integer codes of each numeric column of ``X``, for the screens of wide tables.
+
+    A column of at most ``_LEVEL_MODEL_MAX_LEVELS`` values is coded by its levels, as
+    :func:`_column_auc` codes it (``exact``, shape (n_columns,)); any other by ``n_bins`` bins of equal
+    frequency, its missing values a bin of their own. ``codes`` has the shape of ``X``.
+    """
+    exact = (X.nunique() <= _LEVEL_MODEL_MAX_LEVELS).to_numpy()
+    share = X.rank(method="average", pct=True).to_numpy()
+    codes = np.where(np.isnan(share), n_bins, np.minimum(share * n_bins, n_bins - 1)).astype(np.int64)
+    for j in np.flatnonzero(exact):
+        codes[:, j] = pd.factorize(X.iloc[:, j], use_na_sentinel=False)[0]
+    return exact, codes
+
+
+def _level_aucs(codes, y, folds, n_classes, scored):
+    """:func:`_level_proba` for every column of ``codes`` at once, and the ROC AUC of each column."""
+    n_columns, n_levels = codes.shape[1], int(codes.max()) + 1
+    cell = (np.arange(n_columns) * n_levels + codes) * n_classes  # the (column, level) of every value
+    proba = np.zeros(codes.shape + (n_classes,))
+    for train, test in folds:
+        counts = np.bincount((cell[train] + y[train, None]).ravel(), minlength=n_columns * n_levels * n_classes)
+        seen = counts.reshape(-1, n_classes)[cell[test] // n_classes]
+        prior = np.bincount(y[train], minlength=n_classes) / len(train)
+        proba[test] = (seen + prior) / (seen.sum(axis=2, keepdims=True) + 1.0)
+    y, proba = y[scored], proba[scored]
+    if n_classes == 2:
+        return _rank_aucs(y == 1, proba[:, :, 1])
+    present = [k for k in range(n_classes) if 0 < np.sum(y == k) < len(y)]
+    return np.mean([_rank_aucs(y == k, proba[:, :, k]) for k in present], axis=0)
+
+
+def _rank_aucs(positive, scores):
+    """ROC AUC of each column of ``scores`` (Mann-Whitney U from average ranks, as roc_auc_score counts ties)."""
+    ranks = rankdata(scores, axis=0)
+    n_pos = positive.sum()
+    return (ranks[positive].sum(axis=0) - n_pos * (n_pos + 1) / 2) / (n_pos * (len(positive) - n_pos))
+
+
 def _order_only(values):
     """Dense ranks of each column, NaN kept: 2-D floats a scikit-learn tree splits exactly as on the values.
 
@@ -363,7 +436,7 @@ def _baseline_auc(X, y, folds, n_classes):
 def _target_findings(X, y, folds, profile, scope, purity):
     """Columns scored alone; the strong ones compared with models on all and on the other columns."""
     n_classes, candidates = profile.n_classes, list(X.columns)
-    single = {c: _column_auc(X[c], y, folds, n_classes, _by_level(X[c])) for c in candidates}
+    single = _single_aucs(X, y, folds, n_classes)
     strong = sorted((c for c in candidates if single[c] >= SUSPICIOUS_AUC), key=lambda c: -single[c])
     full = _baseline_auc(X, y, folds, n_classes) if strong or purity else float("nan")
     findings = []

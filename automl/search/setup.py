@@ -54,6 +54,9 @@ HOLDOUT_MAX_ROWS = 100_000
 # A holdout asked for on fewer rows than this is warned about: with 1,000 rows a ROC AUC near 0.8 has a
 # standard error of about 0.015 (Hanley and McNeil, 1982), more than most differences between trials.
 HOLDOUT_WARN_ROWS = 1_000
+# An automatic holdout needs as many rows as make its share HOLDOUT_WARN_ROWS: a wide table of 3,750 rows x
+# 3,000 columns passes HOLDOUT_MIN_CELLS, and its 375 held-out rows would have drawn the warning above.
+HOLDOUT_AUTO_MIN_ROWS = round(HOLDOUT_WARN_ROWS / HOLDOUT_SHARE)
 
 
 def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_state=None, include=None,
@@ -79,7 +82,8 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     validation : {"auto", "cv", "holdout"}, default="auto"
         "holdout" scores every trial on one seeded, stratified holdout of :data:`HOLDOUT_SHARE` of the
         rows (at most :data:`HOLDOUT_MAX_ROWS`), ``cv`` unused; "auto" does so for an int ``cv`` from
-        :data:`HOLDOUT_MIN_ROWS` rows or :data:`HOLDOUT_MIN_CELLS` cells, as FLAML does, and under a
+        :data:`HOLDOUT_MIN_ROWS` rows or :data:`HOLDOUT_MIN_CELLS` cells, as FLAML does (the cells on
+        :data:`HOLDOUT_AUTO_MIN_ROWS` rows or more), and under a
         ``time_budget`` from :data:`HOLDOUT_BUDGET_MIN_ROWS` rows once the cells reach both
         :data:`HOLDOUT_BUDGET_MIN_CELLS` and :data:`HOLDOUT_CELLS_PER_SECOND` per second of it: where
         k-fold CV would leave too few trials.
@@ -133,7 +137,7 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
 def _holdout_pays(rows, columns, time_budget):
     """Whether ``validation="auto"`` holds out rows: a large table, or one too large for CV in the budget."""
     cells = rows * columns
-    if rows >= HOLDOUT_MIN_ROWS or cells >= HOLDOUT_MIN_CELLS:
+    if rows >= HOLDOUT_MIN_ROWS or (cells >= HOLDOUT_MIN_CELLS and rows >= HOLDOUT_AUTO_MIN_ROWS):
         return True
     return (time_budget is not None and rows >= HOLDOUT_BUDGET_MIN_ROWS
             and cells >= max(HOLDOUT_BUDGET_MIN_CELLS, HOLDOUT_CELLS_PER_SECOND * time_budget))

@@ -2,7 +2,8 @@
 
 The root choice is the model family; the preprocessing branch depends on it (a scaler only for
 scale-sensitive families, no imputer for families that split on missing values, native categorical
-codes for families that read them), then the family's own hyperparameters. Every knob is named
+codes for families that read them; on a table of many numeric columns, keeping all or the top ``k``
+of them, :mod:`automl.space.selection`), then the family's own hyperparameters. Every knob is named
 ``"<step>.<component>.<param>"`` and is suggested only on its branch, so TPE models it only from the
 trials that had it. :func:`rebuild` replays a parameter dict through the same code with Optuna's
 ``FixedTrial``, so the best pipeline is built by exactly the function that sampled it.
@@ -21,6 +22,8 @@ from sklearn.preprocessing import (
     FunctionTransformer, OneHotEncoder, OrdinalEncoder, QuantileTransformer, RobustScaler, StandardScaler,
     TargetEncoder,
 )
+
+from .selection import PORTFOLIO_KEPT, suggest_selection
 
 SCALERS = {
     "none": lambda n_samples, random_state: "passthrough",
@@ -119,6 +122,8 @@ def _suggest_preprocessor(trial, profile, spec, random_state):
         if spec.needs_scaling:
             scaler = trial.suggest_categorical("scaler", list(SCALERS))
             steps.append(("scaler", SCALERS[scaler](profile.n_samples, random_state)))
+        if (select := suggest_selection(trial, len(numeric), profile.task)) is not None:
+            steps.append(select)
         transformers.append(("numeric", _chain(steps), numeric))
     native_columns = []
     if native:
@@ -269,6 +274,9 @@ _PORTFOLIO_PREPROCESSING = {
     "scaler": "standard",
     "encoder.onehot.min_frequency": 0.01,
     "target": "standard",
+    # Used on wide tables only (space/selection.py): the first trials must finish there too.
+    "select": "top",
+    "select.top.k": PORTFOLIO_KEPT,
 }
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import (accuracy_score, log_loss, mean_absolute_error, r2_score, roc_auc_score,
                              root_mean_squared_error)
+from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -42,6 +43,10 @@ LATE_MINUTES = 15
 # month, day and hour as a string.
 FLIGHT_FEATURES = ["month", "day", "sched_dep_time", "sched_arr_time", "carrier", "flight", "tailnum", "origin",
                    "dest", "distance", "hour", "minute"]
+# Wide tables (issue 25, columns): madelon (2,600 x 500, NIPS 2003; benchmarks/wide/SOURCE.md says where it
+# comes from and build_madelon.py rebuilds it into PACKAGED_DIR / "wide"), and a generated one of 3,000 columns.
+WIDE_FILES = {"madelon": PACKAGED_DIR / "wide" / "madelon.csv.gz"}
+SYNTHETIC_WIDE = {"synthetic-wide": (5_000, 3_000)}
 # Views of a stored table under another name: (table, how the target is turned).
 VIEWS = {"kddcup99-binary": ("kddcup99", lambda y: (y == "normal").map({True: "normal", False: "attack"}))}
 
@@ -72,6 +77,8 @@ def load(name, data_dir=DATA_DIR):
         return synthetic_table(SYNTHETIC_TUNING[name], seed=1)
     if name in PACKAGED:
         return flights()
+    if name in WIDE_FILES or name in SYNTHETIC_WIDE:
+        return wide_table(name)
     table, relabel = VIEWS.get(name, (name, None))
     tasks = CLASSIFICATION + REGRESSION
     small = manifest(data_dir, tasks)
@@ -127,6 +134,21 @@ def synthetic_table(n_rows, seed=0):
     missing = rng.random(frame.shape) < 0.03
     frame = frame.mask(missing)
     return frame, pd.Series(y, name="label"), "binary"
+
+
+def wide_table(name):
+    """A wide table (WIDE_FILES, SYNTHETIC_WIDE): features, labels as strings, "binary"."""
+    if name in SYNTHETIC_WIDE:
+        n_rows, n_columns = SYNTHETIC_WIDE[name]
+        X, y = make_classification(n_samples=n_rows, n_features=n_columns, n_informative=40, n_redundant=40,
+                                   flip_y=0.05, random_state=0)
+        frame = pd.DataFrame(X.astype(np.float32), columns=[f"f{i}" for i in range(n_columns)])
+        return frame, pd.Series(y.astype(str), name="label"), "binary"
+    path = WIDE_FILES[name]
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: benchmarks/wide/SOURCE.md says how to build it")
+    frame = pd.read_csv(path)
+    return frame.drop(columns="target"), frame["target"].astype(str), "binary"
 
 
 def packaged_file(name):
