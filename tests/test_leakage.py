@@ -252,7 +252,9 @@ def test_the_screen_scores_levels_exactly_and_bins_closely(kc1):
     X, y = kc1
     X_clean, y_enc, profile, folds = validated(widened(X, 5), y)
     folds = folds[:leakage.MAX_FOLDS]
-    exact, screened = leakage._screen_aucs(X_clean, y_enc, folds, profile.n_classes)
+    settled, screened = leakage._screen_aucs(X_clean, y_enc, folds, profile.n_classes)
+    exact = leakage.screen_codes(X_clean, leakage.SCREEN_BINS)[0]
+    assert (settled == (exact | (screened < leakage.SCREEN_AUC))).all()
     alone = np.array([leakage._column_auc(X_clean[c], y_enc, folds, 2, leakage._by_level(X_clean[c]))
                       for c in X_clean.columns])
     assert exact.any() and not exact.all()

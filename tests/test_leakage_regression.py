@@ -11,7 +11,7 @@ import pytest
 from sklearn.model_selection import KFold
 
 from automl.checks import check_regression_leakage
-from automl.checks import leakage_regression
+from automl.checks import leakage, leakage_regression
 from automl.checks.leakage_regression import NEAR_EXACT_R2, STRONG_R2
 from automl.data import check_training_data
 
@@ -77,7 +77,7 @@ def test_a_wide_table_is_screened_and_finds_the_narrow_tables_leak(monkeypatch):
 
     narrow = _prepared("cpu_act.csv", "usr", extra=leak)
     wide = _prepared("cpu_act.csv", "usr", extra=lambda y: {**copies(y), **leak(y)})
-    assert wide[0].shape[1] >= leakage_regression.SCREEN_MIN_COLUMNS
+    assert wide[0].shape[1] >= leakage.SCREEN_MIN_COLUMNS
     trees, real = [], leakage_regression._single_r2
     monkeypatch.setattr(leakage_regression, "_single_r2", lambda v, *a: trees.append(v.name) or real(v, *a))
     found = {name: {f.column: f for f in check_regression_leakage(X, y, profile, folds, random_state=0).findings}

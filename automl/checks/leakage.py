@@ -323,29 +323,38 @@ def _column_auc(values, y, folds, n_classes, by_level):
     return _auc(y[scored], proba[scored])
 
 
-def _single_aucs(X, y, folds, n_classes):
-    """Every column's :func:`_column_auc`; on a wide table, screened first (:data:`SCREEN_MIN_COLUMNS`)."""
+def scores_alone(X, alone, screen):
+    """``alone(X[c])`` for every column ``c``, by name; on a wide table the screen settles most numeric columns.
+
+    From :data:`SCREEN_MIN_COLUMNS` columns on, ``screen(X[numeric])`` scores the numeric columns at
+    once and returns ``(settled, scores)``, arrays of shape (n_numeric,): a settled column keeps the
+    screen's score, the others are scored alone.
+    """
     numeric = [c for c in X.columns if pd.api.types.is_numeric_dtype(X[c])] if X.shape[1] >= SCREEN_MIN_COLUMNS else []
     settled = {}
     if numeric:
-        exact, screened = _screen_aucs(X[numeric], y, folds, n_classes)
-        settled = {c: score for c, is_exact, score in zip(numeric, exact, screened) if is_exact or score < SCREEN_AUC}
-    return {c: settled[c] if c in settled else _column_auc(X[c], y, folds, n_classes, _by_level(X[c]))
-            for c in X.columns}
+        done, scores = screen(X[numeric])
+        settled = {c: score for c, is_done, score in zip(numeric, done, scores) if is_done}
+    return {c: settled[c] if c in settled else alone(X[c]) for c in X.columns}
+
+
+def in_chunks(codes, n_values, score):
+    """``score(codes[:, part])`` over parts of columns holding about _SCREEN_CELLS values each, joined."""
+    width = max(1, _SCREEN_CELLS // (len(codes) * n_values))
+    return np.concatenate([score(codes[:, start:start + width]) for start in range(0, codes.shape[1], width)])
 
 
 def _screen_aucs(X, y, folds, n_classes):
     """Each numeric column's cross-validated ROC AUC from the class frequencies of its levels or bins.
 
-    Returns ``exact`` (a column of at most ``_LEVEL_MODEL_MAX_LEVELS`` values, scored by its levels as
-    :func:`_column_auc` scores it) and the scores, both of shape (n_columns,).
+    Returns ``settled`` and the scores, both of shape (n_columns,): settled are the columns of at most
+    ``_LEVEL_MODEL_MAX_LEVELS`` values (scored by their levels, as :func:`_column_auc` scores them) and
+    the binned ones under :data:`SCREEN_AUC`.
     """
     exact, codes = screen_codes(X, SCREEN_BINS)
     scored = np.concatenate([test for _, test in folds])
-    width = max(1, _SCREEN_CELLS // (len(y) * n_classes))
-    scores = [_level_aucs(codes[:, start:start + width], y, folds, n_classes, scored)
-              for start in range(0, codes.shape[1], width)]
-    return exact, np.concatenate(scores)
+    scores = in_chunks(codes, n_classes, lambda part: _level_aucs(part, y, folds, n_classes, scored))
+    return exact | (scores < SCREEN_AUC), scores
 
 
 def screen_codes(X, n_bins):
@@ -436,7 +445,8 @@ def _baseline_auc(X, y, folds, n_classes):
 def _target_findings(X, y, folds, profile, scope, purity):
     """Columns scored alone; the strong ones compared with models on all and on the other columns."""
     n_classes, candidates = profile.n_classes, list(X.columns)
-    single = _single_aucs(X, y, folds, n_classes)
+    single = scores_alone(X, lambda values: _column_auc(values, y, folds, n_classes, _by_level(values)),
+                          lambda numeric: _screen_aucs(numeric, y, folds, n_classes))
     strong = sorted((c for c in candidates if single[c] >= SUSPICIOUS_AUC), key=lambda c: -single[c])
     full = _baseline_auc(X, y, folds, n_classes) if strong or purity else float("nan")
     findings = []

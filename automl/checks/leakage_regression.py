@@ -23,8 +23,8 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils import check_random_state
 
 from .leakage import (
-    BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, SCREEN_MIN_COLUMNS, LeakageReport, LeakFinding, _by_level,
-    _duplicate_findings, _round, _sample_note, _stratified, identifier_scan, restrict_folds, screen_codes,
+    BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, LeakageReport, LeakFinding, _by_level, _duplicate_findings, _round,
+    _sample_note, _stratified, identifier_scan, in_chunks, restrict_folds, scores_alone, screen_codes,
 )
 
 NEAR_EXACT_R2 = 0.98
@@ -124,14 +124,11 @@ def _single_r2(values, y, folds):
     return max(tree, _column_r2(values, y, folds, by_level=True)) if _by_level(values) else tree
 
 
-def _single_r2s(X, y, folds):
-    """Every column's :func:`_single_r2`; on a wide table only the columns the screen does not settle."""
-    numeric = [c for c in X.columns if pd.api.types.is_numeric_dtype(X[c])] if X.shape[1] >= SCREEN_MIN_COLUMNS else []
-    settled = {}
-    if numeric:
-        _, codes = screen_codes(X[numeric], SCREEN_BINS)
-        settled = {c: r2 for c, r2 in zip(numeric, _level_r2s(codes, y, folds)) if r2 < SCREEN_R2}
-    return {c: settled[c] if c in settled else _single_r2(X[c], y, folds) for c in X.columns}
+def _screen_r2s(X, y, folds):
+    """Each numeric column's R^2 from the shrunk target means of its levels or bins, and those under SCREEN_R2."""
+    _, codes = screen_codes(X, SCREEN_BINS)
+    scores = in_chunks(codes, 1, lambda part: _level_r2s(part, y, folds))
+    return scores < SCREEN_R2, scores
 
 
 def _level_r2s(codes, y, folds):
@@ -175,7 +172,7 @@ def _spearman(values, y):
 def _target_findings(X, y, folds, scope):
     if len(y) < MIN_ROWS:  # a rank correlation of 1 happens by chance on a handful of rows
         return []
-    single = _single_r2s(X, y, folds)
+    single = scores_alone(X, lambda values: _single_r2(values, y, folds), lambda numeric: _screen_r2s(numeric, y, folds))
     rank = {c: _spearman(X[c], y) for c in X.columns}
     strong = [c for c in X.columns if single[c] >= STRONG_R2]
     full = _baseline_r2(X, y, folds) if strong else float("nan")

@@ -1,3 +1,4 @@
+"""madelon.csv.gz from its two sources (SOURCE.md beside this file): run in the folder that holds them."""
 import io, numpy as np, pandas as pd
 # ARFF (dense, numeric, class {'-1','1'}) -> DataFrame
 lines = open("madelon.arff").read().splitlines()
@@ -8,7 +9,6 @@ print("arff", arff.shape, arff["class"].value_counts().to_dict(), "NaN", int(arf
 X = arff.drop(columns="class"); y = arff["class"].astype(int)
 # cross-check against madelon_train.data/labels from second repo (first 1170 rows present there)
 tr = pd.read_csv("madelon_train.data", sep=r"\s+", header=None)
-full = tr.dropna().iloc[:, :500]
 n = (tr.notna().sum(axis=1) == 500).sum()
 ok_rows = (X.iloc[:n].values == tr.iloc[:n, :500].values).all()
 lab = pd.read_csv("madelon_train.labels", header=None)[0]
@@ -25,5 +25,7 @@ print("valid", V.shape, vy.value_counts().to_dict(), "range", V.values.min(), V.
 Xall = pd.concat([X.astype(np.int64), V], ignore_index=True)
 df = Xall.copy(); df["target"] = pd.concat([y, vy], ignore_index=True).values
 print("final", df.shape, df["target"].value_counts().to_dict(), "NaN", int(df.isna().sum().sum()), "dup rows", int(df.duplicated().sum()))
-import os; os.makedirs("/work/main/benchmarks/.data/wide", exist_ok=True)
-df.to_csv("/work/main/benchmarks/.data/wide/madelon.csv.gz", index=False, compression="gzip")
+from pathlib import Path
+out = Path(__file__).resolve().parents[1] / ".data" / "wide" / "madelon.csv.gz"
+out.parent.mkdir(parents=True, exist_ok=True)
+df.to_csv(out, index=False, compression="gzip")
