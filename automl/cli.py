@@ -30,6 +30,9 @@ def _add_search_arguments(p):
     """The data and the estimator's settings, shared by fit and evaluate."""
     p.add_argument("data", help="CSV or Parquet file with the features and the target")
     p.add_argument("--target", required=True, help="name of the target column")
+    p.add_argument("--groups", default=None, metavar="COLUMN",
+                   help="column of group labels (a patient, a customer): every fold keeps each group whole; "
+                        "the column is not a feature")
     p.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
                    help=f"default auto: regression for a numeric target with more than {MAX_CLASSES} distinct "
                         "values, else classification (a message says which)")
@@ -101,10 +104,16 @@ def _estimator(args, y, **extra):
 
 
 def _read_training(args):
+    """The features, the target and the groups (None without --groups) of --data."""
     frame = _read_table(args.data)
     if args.target not in frame.columns:
         raise ValueError(f"Target column {args.target!r} is not in {args.data}; columns: {list(frame.columns)}")
-    return frame.drop(columns=[args.target]), frame[args.target]
+    groups = getattr(args, "groups", None)
+    if groups is not None and (groups not in frame.columns or groups == args.target):
+        raise ValueError(f"--groups {groups!r} must name a column of {args.data} other than the target; "
+                         f"columns: {list(frame.columns)}")
+    return (frame.drop(columns=[c for c in (args.target, groups) if c is not None]), frame[args.target],
+            None if groups is None else frame[groups])
 
 
 def add_fit_parser(subparsers):
@@ -128,8 +137,8 @@ def run_fit(args):
 
     out = Path(args.out)
     refuse_non_empty(out, args.overwrite)  # before the search, not after it
-    X, y = _read_training(args)
-    model = _estimator(args, y, storage=args.storage, study_name=args.study, oof_dir=args.oof_dir).fit(X, y)
+    X, y, groups = _read_training(args)
+    model = _estimator(args, y, storage=args.storage, study_name=args.study, oof_dir=args.oof_dir).fit(X, y, groups)
     model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     if model.best_params_:
@@ -192,10 +201,10 @@ def run_evaluate(args):
 
     if args.json:  # made now, so that a bad path fails before the compute, not after it
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    X, y = _read_training(args)
+    X, y, groups = _read_training(args)
     estimator = _estimator(args, y, verbose=0)
     report = nested_cv(estimator, X, y, outer_cv=args.outer_cv, n_jobs=args.outer_jobs,
-                       random_state=args.random_state)
+                       random_state=args.random_state, groups=groups)
     print(report.folds.drop(columns=["mlflow_run_id"]).to_string(index=False, float_format="%.4f"))
     print(report.summary.to_string(float_format="%.4f"))
     ensemble, inner = report.summary.loc["ensemble"], report.summary.loc["inner_best"]
@@ -210,7 +219,7 @@ def run_evaluate(args):
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_dict(), indent=1))
     if args.report:
-        model = estimator.set_params(verbose=1).fit(X, y)
+        model = estimator.set_params(verbose=1).fit(X, y, groups)
         print(f"report: {model.report(args.report, nested_cv=report)}")
 
 
@@ -224,6 +233,7 @@ def add_worker_parser(subparsers):
     p.add_argument("--study", required=True, help="the fit's study name")
     p.add_argument("--data", required=True, help="the CSV or Parquet file the fit was given")
     p.add_argument("--target", default=None, help="target column (default: the one the fit published)")
+    p.add_argument("--groups", default=None, metavar="COLUMN", help="the fit's --groups column, if it had one")
     p.add_argument("--time-budget", type=_budget, default=None,
                    help="wall seconds this worker works at most (default: until the search ends)")
     p.add_argument("--n-jobs", type=_n_jobs, default=1,
@@ -254,9 +264,10 @@ def run_worker(args):
     if target is None:
         raise ValueError(f"The fit of study {args.study!r} did not name its target column: pass --target.")
     args.target = target
-    X, y = _read_training(args)
+    X, y, groups = _read_training(args)
     result = join_search(X, y, storage=storage, study_name=args.study, time_budget=args.time_budget,
-                         n_jobs=args.n_jobs, oof_dir=args.oof_dir, tracking_uri=args.tracking_uri, wait=args.wait)
+                         n_jobs=args.n_jobs, oof_dir=args.oof_dir, tracking_uri=args.tracking_uri, wait=args.wait,
+                         groups=groups)
     print(result.line())
     return 1 if result.died else 0
 

@@ -391,3 +391,24 @@ def test_continuing_a_study_without_random_state_warns_of_other_folds(tmp_path, 
     with pytest.raises(ValueError, match="looks like a SQLite file"):  # refused before anything is made
         AutoClassifier(**dict(params, storage=str(tmp_path / "x.db"))).fit(X, y)
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_worker_given_the_fits_groups_joins_a_grouped_search(postgres, credit_csv, tmp_path):
+    study = postgres("groups")
+    frame = pd.read_csv(credit_csv).assign(household=lambda f: [f"h{i // 4}" for i in range(len(f))])
+    csv = tmp_path / "credit-households.csv"
+    frame.to_csv(csv, index=False)
+    refused = start_worker(csv, study, tmp_path / "refused.log")  # no --groups: its folds would differ
+    joined = start_worker(csv, study, tmp_path / "joined.log", "--groups", "household")
+    X, y = frame.drop(columns=["class", "household"]), frame["class"]
+    model = AutoClassifier(**FIT, n_trials=12, include=["logreg", "hgb"], storage=_rdb(**HEARTBEAT),
+                           study_name=study, oof_dir=str(tmp_path / "oof"), tracking=False)
+    model.fit(X, y, groups=frame["household"])
+    (code_refused, log_refused), (code_joined, log_joined) = finish([(refused, tmp_path / "refused.log"),
+                                                                     (joined, tmp_path / "joined.log")])
+    assert code_refused == 1 and "give this worker the same groups (automl worker --groups COLUMN)" in log_refused
+    assert code_joined == 0, log_joined
+    trials = _trials(study, states=[TrialState.COMPLETE])
+    by_worker = {t.number for t in trials if _pid_of(t) == joined.pid}
+    assert by_worker and by_worker <= set(model.ensemble_candidates_)
+    assert model.n_groups_ == 250  # (FIT turns the leak check, and so its group check, off)

@@ -1,11 +1,11 @@
 """The data leak check as ``fit`` runs it before the search, for either task."""
 
+import numpy as np
 
-from sklearn.model_selection import KFold, StratifiedKFold
-
+from ..data import groups_across
 from ..exceptions import DataValidationError, LeakageWarning, warn_user
-from ..search import is_holdout
-from .leakage import LeakageReport, check_data_leakage
+from ..search import default_splitter, is_holdout
+from .leakage import LeakageReport, LeakFinding, check_data_leakage
 from .leakage_regression import check_regression_leakage
 
 
@@ -13,7 +13,7 @@ from .leakage_regression import check_regression_leakage
 CHECK_FOLDS = 5
 
 
-def check_before_search(X, y, profile, folds, random_state, mode):
+def check_before_search(X, y, profile, folds, random_state, mode, groups=None):
     """The data-level check as ``fit`` runs it: skipped, warned about, or raised on when high.
 
     Parameters
@@ -24,6 +24,9 @@ def check_before_search(X, y, profile, folds, random_state, mode):
         :data:`CHECK_FOLDS` seeded folds: a column's score needs every row scored.
     mode : {"warn", "raise", "off"}
         ``AutoClassifier(leak_check=...)``.
+    groups : ndarray of int of shape (n_samples,) or None, default=None
+        The rows' group codes (:func:`automl.data.check_groups`): the seeded folds of a holdout search
+        are grouped too, and :func:`check_group_folds` reports whether any group crosses a fold.
 
     Returns
     -------
@@ -43,10 +46,11 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     if mode == "off":
         return LeakageReport(())
     check = check_regression_leakage if profile.task == "regression" else check_data_leakage
+    report = LeakageReport(()) if groups is None else check_group_folds(folds, groups)
     if is_holdout(folds):
-        kind = KFold if profile.task == "regression" else StratifiedKFold
-        folds = list(kind(CHECK_FOLDS, shuffle=True, random_state=random_state).split(X, y))
-    report = check(X, y, profile, folds, random_state=random_state)
+        splitter = default_splitter(profile.task, CHECK_FOLDS, random_state, grouped=groups is not None)
+        folds = list(splitter.split(X, y, groups))
+    report += check(X, y, profile, folds, random_state=random_state)
     high = [f.message for f in report.findings if f.severity == "high"]
     if mode == "raise" and high:
         raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "
@@ -54,3 +58,31 @@ def check_before_search(X, y, profile, folds, random_state, mode):
     for finding in report.findings:
         warn_user(finding.message, LeakageWarning)
     return report
+
+
+def check_group_folds(folds, groups):
+    """Whether the search's folds keep each group whole: a group on both sides of a fold inflates its score.
+
+    Parameters
+    ----------
+    folds : list of (train_index, test_index) pairs
+        The search's folds, or its holdout.
+    groups : ndarray of int of shape (n_samples,)
+        The rows' group codes (:func:`automl.data.check_groups`).
+
+    Returns
+    -------
+    report : LeakageReport
+        A high-severity ``"group_overlap"`` finding naming how many groups and rows cross a fold (a
+        user's ``cv`` that ignores groups, such as ``KFold``), or a note that none does.
+    """
+    crossing = groups_across(folds, groups)
+    n_groups = int(groups.max()) + 1
+    if not len(crossing):
+        return LeakageReport((), (f"Groups: none of the {n_groups:,} groups crosses a fold.",))
+    rows = int(np.isin(groups, crossing).sum())
+    message = (f"{len(crossing):,} of {n_groups:,} groups ({rows:,} rows) have rows on both sides of a fold: their "
+               "scores are inflated as if the groups were not given. Use a splitter that takes groups (GroupKFold, "
+               "StratifiedGroupKFold) as cv, or leave cv an int.")
+    evidence = {"n_groups_across": len(crossing), "n_groups": n_groups, "n_rows_across": rows}
+    return LeakageReport((LeakFinding(None, "group_overlap", "high", evidence, message),))

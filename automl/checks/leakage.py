@@ -64,7 +64,7 @@ class LeakFinding:
     ----------
     column : str or None
         The column concerned; None for findings about rows (duplicates).
-    kind : {"target_leakage", "identifier", "duplicates", "dominant_feature"}
+    kind : {"target_leakage", "identifier", "duplicates", "dominant_feature", "group_overlap"}
         What was found.
     severity : {"high", "medium"}
         "high" when the figures alone make the leak near certain or its effect large.
@@ -228,7 +228,8 @@ def _duplicate_findings(X, y, folds):
     if evidence["n_conflicting_groups"]:
         message += (f", and {evidence['n_conflicting_groups']} group(s) ({_rows(int(conflicting.sum()))}) "
                     "carry different labels")
-    message += ": drop repeated records, or keep each group in one fold."
+    message += (": drop repeated records, or pass the entity they belong to as fit(X, y, groups=...) to keep it "
+                "in one fold.")
     severity = "high" if share >= DUPLICATE_SHARE_HIGH else "medium"
     return [LeakFinding(None, "duplicates", severity, evidence, message)]
 

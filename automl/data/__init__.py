@@ -2,11 +2,13 @@
 
 ``check_training_data`` is the first stage of every fit and of every joining worker;
 ``check_prediction_data`` holds new rows to the training schema. The target's own checks (labels,
-rare classes, numbers) are in :mod:`automl.data.target`; the columns that name the row, which the
+rare classes, numbers) are in :mod:`automl.data.target`; the rows' groups in :mod:`automl.data.groups`;
+the columns that name the row, which the
 leak check also looks for, in :mod:`automl.data.identifiers`; the frame held once by the fit and its
 worker processes, in :mod:`automl.data.memory`.
 """
 
+from .groups import check_groups, groups_across
 from .identifiers import IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT, identifier_distinct_count
 from .memory import memory_mapped
 from .target import MAX_DROPPED_SHARE, class_counts_of, encode_target, regression_target, training_classes, widen_proba
@@ -14,6 +16,7 @@ from .validation import DatasetProfile, check_prediction_data, check_training_da
 
 __all__ = [
     "DatasetProfile", "IDENTIFIER_DISTINCT_RATIO", "IDENTIFIER_MIN_DISTINCT", "MAX_DROPPED_SHARE",
-    "check_prediction_data", "check_training_data", "class_counts_of", "encode_target", "regression_target",
+    "check_groups", "check_prediction_data", "check_training_data", "class_counts_of", "encode_target",
+    "groups_across", "regression_target",
     "identifier_distinct_count", "memory_mapped", "training_classes", "widen_proba",
 ]

@@ -39,6 +39,7 @@ from scipy import sparse
 
 from ..exceptions import DataRepairWarning, DataValidationError, warn_user
 from ..exceptions import listing as _listing
+from .groups import check_groups
 from .identifiers import _find_identifiers
 from .target import encode_target, regression_target
 
@@ -147,7 +148,7 @@ class DatasetProfile:
         return np.float32 if self.numeric_columns and single else np.float64
 
 
-def check_training_data(X, y, *, n_folds, task="classification"):
+def check_training_data(X, y, *, n_folds, task="classification", groups=None):
     """Validate X and y for training, convert X to model-ready columns and encode y.
 
     Parameters
@@ -161,6 +162,9 @@ def check_training_data(X, y, *, n_folds, task="classification"):
     task : {"classification", "regression"}, default="classification"
         Regression: y must be numbers (:func:`automl.data.target.regression_target`), returned as float64
         with an empty ``classes``.
+    groups : array-like of shape (n_samples,) or None, default=None
+        A group label per row (:func:`automl.data.groups.check_groups`); when given, the group codes of the
+        rows kept are returned too.
 
     Returns
     -------
@@ -173,11 +177,14 @@ def check_training_data(X, y, *, n_folds, task="classification"):
         The original labels, sorted; ``classes[y_encoded]`` gives back y. Empty for regression.
     profile : DatasetProfile
         Description of the data for the later stages.
+    groups_kept : ndarray of int64 of shape (n_samples,)
+        Only when ``groups`` is given: the group code of each row kept, in the order of ``X_clean``.
 
     Raises
     ------
     DataValidationError
-        If X is empty, sparse, not 2-D, has duplicate column names, infinite values or only dropped
+        If ``groups`` is unusable (:func:`automl.data.groups.check_groups`); if X is empty, sparse,
+        not 2-D, has duplicate column names, infinite values or only dropped
         columns; if y is None, not 1-D, continuous, has missing labels, a length different from X, a
         single class, or a class with fewer than ``n_folds`` members.
 
@@ -197,6 +204,7 @@ def check_training_data(X, y, *, n_folds, task="classification"):
     ({'age': 'numeric', 'sex': 'categorical'}, 0.25)
     """
     frame = _to_frame(X)
+    group_codes = None if groups is None else check_groups(groups, len(frame))
     kinds = {column: _infer_kind(frame[column]) for column in frame.columns}
     if task == "regression":
         y_encoded, classes = regression_target(y, len(frame), n_folds), np.array([])
@@ -205,6 +213,7 @@ def check_training_data(X, y, *, n_folds, task="classification"):
         y_encoded, classes, keep = encode_target(y, len(frame), n_folds)
     if not keep.all():
         frame = frame[keep].reset_index(drop=True)
+        group_codes = None if group_codes is None else group_codes[keep]
     dtypes = {str(c): str(t) for c, t in frame.dtypes.items()}
     converted = _convert_frame(frame, kinds, dtypes)
     _check_finite(converted)
@@ -225,6 +234,8 @@ def check_training_data(X, y, *, n_folds, task="classification"):
     profile = dataclasses.replace(profile, dtypes=dtypes)
     if task == "regression":
         profile = dataclasses.replace(profile, task="regression", target_stats=_target_stats(y_encoded))
+    if groups is not None:
+        return X_clean, y_encoded, classes, profile, group_codes
     return X_clean, y_encoded, classes, profile
 
 

@@ -128,7 +128,7 @@ class _AutoMLBase(BaseEstimator):
         self.verbose = verbose
         self.leak_check = leak_check
 
-    def fit(self, X, y):
+    def fit(self, X, y, groups=None):
         """Search pipelines on ``X, y``, select an ensemble from their OOF predictions, fit it.
 
         Parameters
@@ -138,6 +138,12 @@ class _AutoMLBase(BaseEstimator):
         y : array-like of shape (n_samples,)
             Classifier: class labels of any type (str, int, bool, pandas category). Regressor:
             numbers, none missing or infinite.
+        groups : array-like of shape (n_samples,) or None, default=None
+            A group label per row (a patient, a customer, a machine: rows that are not independent).
+            Every fold, the holdout and the leak check's folds then keep each group on one side, as
+            scikit-learn's ``GroupKFold`` does: an int ``cv`` becomes ``StratifiedGroupKFold``
+            (``GroupKFold`` for regression), shuffled with the seed; a splitter given as ``cv`` is
+            called as ``split(X, y, groups)``. The leak report says whether any group crosses a fold.
 
         Returns
         -------
@@ -147,7 +153,9 @@ class _AutoMLBase(BaseEstimator):
         ------
         ValueError
             For an invalid parameter (the message names it) or unusable data
-            (:class:`~automl.exceptions.DataValidationError`, naming the column or problem).
+            (:class:`~automl.exceptions.DataValidationError`, naming the column or problem): among
+            them ``groups`` of another length than ``y``, with a missing label, or with fewer groups
+            than an int ``cv`` has folds, and a ``cv`` splitter that needs groups when none are given.
         NoSuccessfulTrialsError
             If every trial failed and the fallback model could not be fit either.
         """
@@ -155,7 +163,7 @@ class _AutoMLBase(BaseEstimator):
         # Everything the fit leaves in the folder (the frame the workers map, the journal, OOF files, a
         # holdout search's models) is read before it goes.
         with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
-            setup = self._prepare(X, y, workdir)
+            setup = self._prepare(X, y, workdir, groups)
             self._fit_prepared(setup, X, y, workdir, started)
         return self
 
@@ -163,7 +171,8 @@ class _AutoMLBase(BaseEstimator):
         """The fit after :meth:`_prepare`: leak check, search, ensemble, model check, tracking."""
         X_clean, y_enc, folds, metric, seed = setup.X, setup.y, setup.folds, setup.metric, setup.seed
         deadline, final = self._deadlines(started)
-        self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check)
+        self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check,
+                                                setup.groups)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
         versions["mlflow.runName"] = self._run_name(y)
@@ -194,10 +203,11 @@ class _AutoMLBase(BaseEstimator):
             for line in run_description(report or report_data(self)).split("\n\n"):
                 print(f"[automl] {line}", file=sys.stderr)
 
-    def _prepare(self, X, y, workdir):
+    def _prepare(self, X, y, workdir, groups=None):
         """Check the parameters, prepare the search (:func:`automl.search.prepare_search`), set what it learnt.
 
-        Sets ``profile_``, the target attributes, ``random_state_``, ``n_jobs_``, ``components_``, ``search_key_``.
+        Sets ``profile_``, the target attributes, ``random_state_``, ``n_jobs_``, ``components_``, ``search_key_``,
+        ``n_groups_`` (None without groups).
         The validated frame, the target and the folds are then read from a file in ``workdir`` that the
         search's workers map too (:func:`automl.data.memory_mapped`): one copy for all of them.
 
@@ -209,8 +219,9 @@ class _AutoMLBase(BaseEstimator):
         self.n_jobs_ = resolve_n_jobs(self.n_jobs)
         setup = prepare_search(X, y, task=self._task, metric=self.metric, cv=self.cv, random_state=self.random_state,
                                include=self.include, components=self.components, validation=self.validation,
-                               time_budget=self.time_budget)
+                               time_budget=self.time_budget, groups=groups)
         self.profile_, self.components_, self.random_state_ = setup.profile, setup.specs, setup.seed
+        self.n_groups_ = None if setup.groups is None else int(setup.groups.max()) + 1
         self.search_key_, self.validation_ = setup.search_key, setup.validation
         self._set_target(y)
         self._set_input_features(X)
@@ -522,6 +533,7 @@ class _AutoMLBase(BaseEstimator):
             "time_budget": self.time_budget, "n_trials": self.n_trials, "cv_folds": n_folds,
             "validation": self.validation_, "random_state": seed, "n_jobs": self.n_jobs_, "sampler": self.sampler,
             "pruning": self._pruning(), "ensemble_size": self.ensemble_size, "final_fit": self.final_fit,
+            "n_groups": self.n_groups_,
         }
 
     def _run_metrics(self):

@@ -22,14 +22,13 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils import check_random_state
 
 from ..data import check_prediction_data, check_training_data
 from ..exceptions import DataRepairWarning, DataValidationError
-from ..search import get_metric, resolve_n_jobs
+from ..search import default_splitter, get_metric, resolve_n_jobs
 from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
 from ..tracking import make_tracker
 from . import _params as P
@@ -118,7 +117,7 @@ def _refuse_rare_classes(classes, counts, n_folds, outer_cv):
             "these classes.")
 
 
-def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
+def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, groups=None):
     """Estimate what an AutoML fit delivers, with the whole fit nested inside outer CV folds.
 
     For each outer split, a clone of ``estimator`` is fit (search, ensemble selection and final fit)
@@ -140,8 +139,8 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
         Class labels, or the numeric target of a regressor.
     outer_cv : int or CV splitter, default=3
         An int ``k`` makes ``StratifiedKFold(k, shuffle=True, random_state=random_state)`` (``KFold``
-        for a regressor). A
-        splitter's ``split(X, y)`` is called on the validated data (no groups).
+        for a regressor; with ``groups``, ``StratifiedGroupKFold`` or ``GroupKFold``). A splitter's
+        ``split(X, y, groups)`` is called on the validated data.
     n_jobs : int, default=1
         Outer folds fitted at once, in joblib worker processes; -1 all cores, -2 all but one. Above
         1, each inner fit is given ``n_jobs=1`` (one search worker), so ``n_jobs`` processes share
@@ -149,6 +148,9 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     random_state : int or None, default=None
         Seed of the outer splitter and, when ``estimator.random_state`` is None, of the seed drawn
         for each outer fit: the same ``random_state`` gives the same report.
+    groups : array-like of shape (n_samples,) or None, default=None
+        A group label per row: the outer folds keep each group on one side, and each inner fit is given
+        its rows' groups (``fit(X, y, groups)``), so that the estimate is of groups never seen.
 
     Returns
     -------
@@ -218,18 +220,18 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
         with warnings.catch_warnings():
             # Rare classes are refused just below, in terms of outer_cv, rather than warned about.
             warnings.filterwarnings("ignore", message=".*fewer members than n_folds", category=DataRepairWarning)
-            X_all, y_all, classes, _ = check_training_data(X, y, n_folds=n_folds, task=task)
+            checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups)
     except DataValidationError as exc:
         # The check speaks of `cv`; here the folds it counted are the outer ones.
         message = str(exc).replace("lower cv", "lower outer_cv")
         raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
+    (X_all, y_all, classes, _), codes = checked[:4], (checked[4] if groups is not None else None)
     if task == "classification":
         _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
     splitter = outer_cv
     if isinstance(outer_cv, numbers.Integral):
-        kind = KFold if task == "regression" else StratifiedKFold
-        splitter = kind(n_splits=outer_cv, shuffle=True, random_state=random_state)
-    splits = list(splitter.split(X_all, y_all))
+        splitter = default_splitter(task, outer_cv, random_state, grouped=groups is not None)
+    splits = list(splitter.split(X_all, y_all, codes))
     n_jobs = resolve_n_jobs(n_jobs)
     inner = clone(estimator)
     if n_jobs > 1:
@@ -237,7 +239,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None):
     seeds = _fold_seeds(estimator.random_state, len(splits), random_state)
     rows = Parallel(n_jobs=n_jobs)(
         delayed(_outer_fold)(clone(inner).set_params(random_state=seed), X, y, train, test,
-                             y_all[test], classes, number)
+                             y_all[test], classes, number, None if codes is None else codes[train])
         for number, ((train, test), seed) in enumerate(zip(splits, seeds))
     )
     folds = pd.DataFrame(rows)
@@ -294,11 +296,11 @@ def _fold_seeds(estimator_seed, n_folds, random_state):
     return check_random_state(random_state).randint(0, 2**31 - 1, size=n_folds).tolist()
 
 
-def _outer_fold(estimator, X, y, train, test, y_test, classes, number):
+def _outer_fold(estimator, X, y, train, test, y_test, classes, number, groups=None):
     """Fit ``estimator`` on the training rows, score it, its best trial and the baselines on the test rows."""
     X_train, y_train, X_test = _take(X, train), _take(y, train), _take(X, test)
     started = time.perf_counter()
-    fitted = estimator.fit(X_train, y_train)
+    fitted = estimator.fit(X_train, y_train, groups)
     seconds = time.perf_counter() - started
     metric = get_metric(fitted.metric_, len(classes))
     seed = fitted.random_state_

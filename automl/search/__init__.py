@@ -16,7 +16,7 @@ from .objective import (
 )
 from .run import ProgressLine, SearchResult, load_oof, run_search
 from .scoring import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric, get_metric
-from .setup import SearchSetup, prepare_search
+from .setup import SearchSetup, default_splitter, prepare_search
 from .shared import SEARCH_ATTR, SharedSearch
 from .study import (
     BUDGET_NOTE, HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started,
@@ -30,7 +30,8 @@ __all__ = [
     "BUDGET_NOTE", "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL",
     "PRUNING_MIN_RESOURCE", "REGRESSION_METRICS", "SEARCH_ATTR", "CVObjective", "Metric", "ProgressLine",
     "SearchResult", "SearchSetup", "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling",
-    "count_started", "fail_running", "failed_trials_summary", "get_metric", "heartbeat_of", "in_memory_copy",
+    "count_started", "default_splitter", "fail_running", "failed_trials_summary", "get_metric", "heartbeat_of",
+    "in_memory_copy",
     "is_holdout", "is_prunable", "leaderboard", "load_oof", "load_trial_model", "make_pruner", "make_sampler",
     "model_path", "oof_path", "open_storage", "predictions", "prepare_search", "prepare_study", "quiet_optuna",
     "resource_range", "run_search", "run_worker", "scored_rows", "search_key", "resolve_n_jobs", "threads_per_job", "wait_for_running", "worker_alive",

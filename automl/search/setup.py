@@ -8,10 +8,12 @@ fit, and proves it by the same ``search_key``.
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
+from sklearn.model_selection import (
+    GroupKFold, GroupShuffleSplit, KFold, ShuffleSplit, StratifiedGroupKFold, StratifiedKFold, StratifiedShuffleSplit,
+)
 
 from ..data import check_training_data
-from ..exceptions import warn_user
+from ..exceptions import DataValidationError, warn_user
 from ..space import resolve_components
 from .objective import rung_order, search_key
 from .scoring import get_metric
@@ -29,6 +31,7 @@ class SearchSetup(NamedTuple):
     profile: object  # data.DatasetProfile
     search_key: str  # digest of the data, folds and metric (objective.search_key)
     validation: str = "cv"  # "cv" (k folds) or "holdout" (one fold, rows as Hyperband's resource)
+    groups: object = None  # group codes of shape (n_samples,) (data.check_groups), or None
 
 
 # validation="auto" holds out rows instead of k-fold CV from this many rows, or this many cells
@@ -60,7 +63,7 @@ HOLDOUT_AUTO_MIN_ROWS = round(HOLDOUT_WARN_ROWS / HOLDOUT_SHARE)
 
 
 def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_state=None, include=None,
-                   components=(), validation="auto", time_budget=None):
+                   components=(), validation="auto", time_budget=None, groups=None):
     """Validate ``X, y`` and make what every trial of the search shares: data, folds, families, metric, seed.
 
     Parameters
@@ -71,8 +74,10 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     metric : str or None, default=None
         A name of :mod:`automl.search.scoring`; None: the task's default.
     cv : int or CV splitter, default=5
-        An int makes ``StratifiedKFold`` (``KFold`` for regression), shuffled with the seed. A
-        splitter of one split is a holdout (rows become Hyperband's resource).
+        An int makes ``StratifiedKFold`` (``KFold`` for regression), shuffled with the seed, or with
+        ``groups`` ``StratifiedGroupKFold`` (``GroupKFold``) (:func:`default_splitter`). A splitter's
+        ``split(X, y, groups)`` is called on the validated rows. A splitter of one split is a holdout
+        (rows become Hyperband's resource).
     random_state : int or None, default=None
         The seed of the folds and of every trial; None draws one.
     include : list of str or None, default=None
@@ -89,22 +94,27 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
         k-fold CV would leave too few trials.
     time_budget : float or None, default=None
         Seconds of the fit, for ``validation="auto"``; None: no budget, the size alone decides.
+    groups : array-like of shape (n_samples,) or None, default=None
+        A group label per row (a patient, a customer): the folds, or the holdout
+        (``GroupShuffleSplit``), keep each group on one side.
 
     Returns
     -------
     setup : SearchSetup
-        ``(X, y, folds, specs, metric, seed, profile, search_key, validation)``: the validated frame,
+        ``(X, y, folds, specs, metric, seed, profile, search_key, validation, groups)``: the validated frame,
         the encoded target of shape (n_samples,), the folds as (train, test) index pairs (one pair for
         a holdout), and the rest. A holdout's rows are stored re-ordered, the training part first in
         its rungs' order (:func:`automl.search.objective.rung_order`), then the holdout's rows; every
-        row is kept.
+        row is kept. ``groups`` holds the group codes in the same order, or None.
 
     Raises
     ------
     DataValidationError
-        If ``X`` or ``y`` is unusable (:func:`automl.data.check_training_data`).
+        If ``X``, ``y`` or ``groups`` is unusable (:func:`automl.data.check_training_data`), or
+        ``groups`` has fewer groups than an int ``cv`` has folds.
     ValueError
-        For an unknown metric or family key, or when no family is left for the data.
+        For an unknown metric or family key, when no family is left for the data, or when ``cv`` is
+        a splitter that needs groups and none are given.
 
     Warns
     -----
@@ -118,20 +128,41 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     shape = getattr(X, "shape", None)  # not np.shape: an array-like may refuse NumPy's functions
     likely = auto and shape is not None and len(shape) == 2 and _holdout_pays(shape[0], shape[1], time_budget)
     n_folds = 2 if validation == "holdout" or likely else cv if isinstance(cv, int) else cv.get_n_splits()
-    X_clean, y_enc, _, profile = check_training_data(X, y, n_folds=n_folds, task=task)
+    checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups)
+    (X_clean, y_enc, _, profile), groups = checked[:4], (checked[4] if groups is not None else None)
     holdout = validation == "holdout" or (auto and _holdout_pays(profile.n_samples, profile.n_features, time_budget))
     metric = get_metric(metric, profile.n_classes)
     specs = resolve_components(include, components, profile)
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
-    folds = _holdout(X_clean, y_enc, seed, task) if holdout else _make_folds(cv, X_clean, y_enc, seed, task)
+    if holdout:
+        folds = _holdout(X_clean, y_enc, seed, task, groups)
+    else:
+        folds = _make_folds(cv, X_clean, y_enc, seed, task, groups)
     key = search_key(profile.fingerprint, folds, metric.name)  # of the user's rows, before a holdout's layout
     if holdout and len(folds[0][1]) < HOLDOUT_WARN_ROWS:
         warn_user(f"validation='holdout' on {len(y_enc):,} rows scores every trial on {len(folds[0][1]):,} "
                   "held-out rows only: their scores are noisy enough to pick the wrong trials. "
                   "validation='cv' scores every row.", UserWarning)
     if len(folds) == 1:  # a holdout, or a user's splitter of one split
-        X_clean, y_enc, folds = _in_rung_order(X_clean, y_enc, folds[0], seed, task)
-    return SearchSetup(X_clean, y_enc, folds, specs, metric, seed, profile, key, "holdout" if len(folds) == 1 else "cv")
+        order, folds = _in_rung_order(y_enc, folds[0], seed, task)
+        X_clean, y_enc = X_clean.iloc[order].reset_index(drop=True), y_enc[order]
+        groups = None if groups is None else groups[order]
+    return SearchSetup(X_clean, y_enc, folds, specs, metric, seed, profile, key,
+                       "holdout" if len(folds) == 1 else "cv", groups)
+
+
+def default_splitter(task, n_splits, seed, grouped=False):
+    """The folds an int ``cv`` stands for: shuffled, seeded, stratified for classification, grouped with groups.
+
+    ``StratifiedKFold`` or ``KFold``; with groups scikit-learn's ``StratifiedGroupKFold`` (each class's
+    share kept as near as whole groups allow) or ``GroupKFold`` (groups spread so the folds' sizes
+    match), both shuffled with the seed.
+    """
+    if grouped:
+        kind = GroupKFold if task == "regression" else StratifiedGroupKFold
+    else:
+        kind = KFold if task == "regression" else StratifiedKFold
+    return kind(n_splits=n_splits, shuffle=True, random_state=seed)
 
 
 def _holdout_pays(rows, columns, time_budget):
@@ -143,28 +174,41 @@ def _holdout_pays(rows, columns, time_budget):
             and cells >= max(HOLDOUT_BUDGET_MIN_CELLS, HOLDOUT_CELLS_PER_SECOND * time_budget))
 
 
-def _make_folds(cv, X, y, seed, task):
+def _make_folds(cv, X, y, seed, task, groups):
     # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
     splitter = cv
     if isinstance(splitter, int):
-        kind = KFold if task == "regression" else StratifiedKFold
-        splitter = kind(n_splits=cv, shuffle=True, random_state=seed)
-    return list(splitter.split(X, y))
+        if groups is not None and groups.max() + 1 < cv:
+            raise DataValidationError(f"groups has {groups.max() + 1} groups, fewer than the cv={cv} folds: "
+                                      f"give cv={max(2, groups.max() + 1)} or fewer.")
+        splitter = default_splitter(task, cv, seed, grouped=groups is not None)
+    try:
+        return list(splitter.split(X, y, groups))
+    except ValueError as exc:
+        if groups is None and "groups" in str(exc):
+            raise ValueError(f"cv={splitter!r} splits by groups, and none were given: pass fit(X, y, groups=...), "
+                             "a group label per row.") from exc
+        raise
 
 
-def _holdout(X, y, seed, task):
-    """One (train, test) pair: a seeded holdout, stratified for classification, its rows sorted."""
+def _holdout(X, y, seed, task, groups=None):
+    """One (train, test) pair: a seeded holdout, stratified for classification (whole groups with groups),
+    its rows sorted."""
     size = min(HOLDOUT_SHARE, HOLDOUT_MAX_ROWS / len(y))
-    kind = ShuffleSplit if task == "regression" else StratifiedShuffleSplit
-    train, test = next(kind(n_splits=1, test_size=size, random_state=seed).split(X, y))
+    if groups is not None:  # a share of the groups, not of the rows
+        splitter = GroupShuffleSplit(n_splits=1, test_size=size, random_state=seed)
+    else:
+        kind = ShuffleSplit if task == "regression" else StratifiedShuffleSplit
+        splitter = kind(n_splits=1, test_size=size, random_state=seed)
+    train, test = next(splitter.split(X, y, groups))
     if task != "regression":
-        train, test = _every_class_in(train, test, y)
+        train, test = _every_class_in(train, test, y, groups)
     return [(np.sort(train), np.sort(test))]
 
 
-def _in_rung_order(X, y, fold, seed, task):
-    """``X``, ``y`` and the holdout re-laid: the training rows first, in :func:`rung_order`, then the holdout's,
-    then any row a user's splitter left out of both (kept: the fallback and the checks read every row).
+def _in_rung_order(y, fold, seed, task):
+    """The rows' new order and the holdout as re-laid: the training rows first, in :func:`rung_order`, then the
+    holdout's, then any row a user's splitter left out of both (kept: the fallback and the checks read every row).
 
     Every rung is then the first rows, a slice that each trial reads from the shared file in place (an
     index array would copy 720,000 rows x 30 columns into every rung of 1M rows, about 100 MB). Only the
@@ -174,15 +218,17 @@ def _in_rung_order(X, y, fold, seed, task):
     rest = np.setdiff1d(np.arange(len(y)), np.concatenate([train, test]))
     order = np.concatenate([rung_order(train, y, seed, task != "regression"), test, rest])
     n_train, n_test = len(train), len(test)
-    folds = [(np.arange(n_train), np.arange(n_train, n_train + n_test))]
-    return X.iloc[order].reset_index(drop=True), y[order], folds
+    return order, [(np.arange(n_train), np.arange(n_train, n_train + n_test))]
 
 
-def _every_class_in(train, test, y):
-    """Move one training row of each class the holdout lacks into it (a stratified 10% of 2-5 rows is none):
-    a class absent from the holdout is never scored, and a binary ROC AUC on one class is undefined."""
+def _every_class_in(train, test, y, groups=None):
+    """Move one training row of each class the holdout lacks into it (a stratified 10% of 2-5 rows is none),
+    with its whole group when there are groups: a class absent from the holdout is never scored, and a
+    binary ROC AUC on one class is undefined."""
     missing = np.setdiff1d(np.unique(y[train]), np.unique(y[test]))
     if not len(missing):
         return train, test
     moved = np.array([train[np.flatnonzero(y[train] == label)[0]] for label in missing])
-    return np.setdiff1d(train, moved), np.concatenate([test, moved])
+    if groups is not None:
+        moved = train[np.isin(groups[train], groups[moved])]
+    return np.setdiff1d(train, moved), np.union1d(test, moved)

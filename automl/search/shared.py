@@ -134,7 +134,7 @@ class SharedSearch:
         return cls(
             task=task,
             params={"metric": setup.metric.name, "cv": len(setup.folds), "random_state": int(setup.seed),
-                    "validation": setup.validation, **settings},
+                    "validation": setup.validation, "grouped": setup.groups is not None, **settings},
             search_key=setup.search_key, fingerprint=setup.profile.fingerprint,
             n_samples=int(setup.profile.n_samples), n_startup_trials=n_startup_trials, max_trials=max_trials,
             deadline=deadline, grace=grace,
@@ -256,18 +256,26 @@ class SharedSearch:
         low, high = resource_range(setup.folds)
         return make_pruner(self.params["pruning"], high, low)
 
-    def setup(self, X, y):
+    def setup(self, X, y, groups=None):
         """This search's setup rebuilt from a worker's copy of the data (:func:`automl.search.prepare_search`).
+
+        ``groups`` are the rows' group labels, which a fit given groups needs again (the folds follow them).
 
         Raises
         ------
         DataValidationError
             If the data gives another ``search_key`` than the fit's: other rows, order, values or
-            target (the message compares the fingerprints), or other folds or metric.
+            target (the message compares the fingerprints), or other folds or metric; or if the fit's
+            folds were grouped and ``groups`` is None, or the other way round.
         """
         p = self.params
+        grouped = p.get("grouped", False)
+        if grouped != (groups is not None):
+            raise DataValidationError(
+                "The fit's folds keep groups whole: give this worker the same groups (automl worker --groups COLUMN)."
+                if grouped else "The fit's folds are not grouped: start this worker without groups.")
         setup = prepare_search(X, y, task=self.task, metric=p["metric"], cv=p["cv"], random_state=p["random_state"],
-                               include=p["include"], validation=p.get("validation", "cv"))
+                               include=p["include"], validation=p.get("validation", "cv"), groups=groups)
         if setup.search_key != self.search_key:
             profile = setup.profile
             same = profile.fingerprint == self.fingerprint
