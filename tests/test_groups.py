@@ -10,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
 from automl import AutoClassifier, AutoRegressor, nested_cv
+from automl.checks import check_data_leakage, check_regression_leakage
 from automl.cli import main
 from automl.data import check_groups, check_training_data, groups_across
 from automl.exceptions import DataRepairWarning, DataValidationError, LeakageWarning
@@ -168,3 +169,42 @@ def test_the_cli_takes_a_groups_column_that_is_no_feature(tmp_path, copied_diabe
     assert main(["fit", str(csv), "--target", "outcome", "--groups", "nurse", "--n-trials", "1",
                  "--no-tracking", "--out", str(tmp_path / "m2")]) == 1
     assert "--groups 'nurse' must name a column" in caplog.text
+
+
+def _checked(X, y, task="classification"):
+    X_clean, y_enc, _, profile = check_training_data(X, y, n_folds=5, task=task)
+    kind = KFold if task == "regression" else StratifiedKFold
+    return X_clean, y_enc, profile, list(kind(5, shuffle=True, random_state=0).split(X_clean, y_enc))
+
+
+def test_a_patient_column_without_groups_is_an_entity_with_the_inflation_it_causes(copied_diabetes, load_shared):
+    X, y, groups = copied_diabetes
+    for patient in (groups, [f"p{g}" for g in groups]):  # a number or a name
+        report = check_data_leakage(*_checked(X.assign(patient=patient), y), random_state=0)
+        finding, = [f for f in report.findings if f.kind == "entity"]
+        e = finding.evidence
+        assert finding.column == "patient" and finding.severity == "high"
+        assert e["n_values"] == 768 and e["mean_rows_per_value"] == 4.0 and e["target_agreement"] == 1.0
+        assert e["shuffled_folds_score"] > 0.95 and e["grouped_folds_score"] < 0.87 and e["inflation"] > 0.1
+        assert "Pass groups=X['patient'] to fit" in finding.message
+        # Its levels' purity is the same evidence: not reported again as target leakage.
+        assert not any(f.kind == "target_leakage" and "levels holding a single class" in f.message
+                       for f in report.findings)
+    # Without the column there is nothing to name; with groups the fit does not look.
+    assert not check_data_leakage(*_checked(X, y), random_state=0).findings
+    model = AutoClassifier(**FIT, n_trials=1, include=["logreg"]).fit(X.assign(patient=groups), y, groups=groups)
+    assert not [f for f in model.leak_report_.findings if f.kind == "entity"]
+
+    # A regression target: the forest's R^2 instead of ROC AUC.
+    target = (y == "tested_positive").astype(float) + X["plas"] / 200.0
+    report = check_regression_leakage(*_checked(X.assign(patient=groups), target, "regression"), random_state=0)
+    finding, = [f for f in report.findings if f.kind == "entity"]
+    assert "a model scores R^2" in finding.message and finding.evidence["inflation"] > 0.1
+
+
+@pytest.mark.parametrize("name, target", [("kc1.csv", "Class"), ("credit-g.csv", "class"), ("diabetes.csv", "class")])
+def test_measurements_with_repeated_values_are_no_entities(load_shared, name, target):
+    # kc1's line counts (and its 43% duplicated rows), credit-g's ages, diabetes's insulin: many repeated
+    # whole numbers, but the rows of one value agree on the class no more than chance.
+    report = check_data_leakage(*_checked(*load_shared(name, target)), random_state=0)
+    assert not [f for f in report.findings if f.kind == "entity"]

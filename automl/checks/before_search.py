@@ -50,7 +50,7 @@ def check_before_search(X, y, profile, folds, random_state, mode, groups=None):
     if is_holdout(folds):
         splitter = default_splitter(profile.task, CHECK_FOLDS, random_state, grouped=groups is not None)
         folds = list(splitter.split(X, y, groups))
-    report += check(X, y, profile, folds, random_state=random_state)
+    report += check(X, y, profile, folds, random_state=random_state, entities=groups is None)
     high = [f.message for f in report.findings if f.severity == "high"]
     if mode == "raise" and high:
         raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "

@@ -24,7 +24,7 @@ from sklearn.utils import check_random_state
 
 from .leakage import (
     BASELINE_TOLERANCE, MAX_FOLDS, MAX_ROWS, LeakageReport, LeakFinding, _by_level, _duplicate_findings, _round,
-    _sample_note, _stratified, identifier_scan, in_chunks, restrict_folds, scores_alone, screen_codes,
+    _sample_note, _stratified, entity_scan, identifier_scan, in_chunks, restrict_folds, scores_alone, screen_codes,
 )
 
 NEAR_EXACT_R2 = 0.98
@@ -39,7 +39,7 @@ SCREEN_BINS = 32
 SCREEN_R2 = 0.5
 
 
-def check_regression_leakage(X, y, profile, folds, *, random_state=None):
+def check_regression_leakage(X, y, profile, folds, *, random_state=None, entities=True):
     """Look for target leakage, identifier columns and duplicated rows, for a regression target.
 
     Parameters
@@ -54,6 +54,9 @@ def check_regression_leakage(X, y, profile, folds, *, random_state=None):
     random_state : int, RandomState instance or None, default=None
         Seed of the row sample (at most ``MAX_ROWS`` rows, drawn at random from the scored folds' test
         parts in proportion).
+    entities : bool, default=True
+        Look for entity columns (:mod:`automl.checks.entities`), scored by a forest's R^2 on shuffled
+        against grouped folds; ``fit`` turns it off when it is given ``groups``.
 
     Returns
     -------
@@ -79,6 +82,8 @@ def check_regression_leakage(X, y, profile, folds, *, random_state=None):
     scope = {"n_rows_scored": len(rows), "n_rows": len(y), "n_folds_scored": len(sub_folds)}
     identifiers, candidates = identifier_scan(X, profile, _identifier_finding, (Xs, ys, sub_folds, scope))
     findings += identifiers
+    if entities:  # as in the classification check, scored by the forest's R^2
+        findings += entity_scan(X[candidates], y, profile, _baseline_r2, "R^2")
     findings += _target_findings(Xs[candidates], ys, sub_folds, scope)
     findings.sort(key=lambda f: f.severity != "high")
     return LeakageReport(tuple(findings))
