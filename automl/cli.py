@@ -40,7 +40,11 @@ def _add_search_arguments(p):
                    help="wall seconds per fit (default 60); 'none' for no clock (then give --n-trials)")
     p.add_argument("--n-trials", type=int, default=None)
     p.add_argument("--metric", default=None)
-    p.add_argument("--cv", type=int, default=5)
+    p.add_argument("--cv", type=_cv, default=None,
+                   help="folds (default 5), or 'time' for folds in time order (the default with --time-column)")
+    p.add_argument("--time-column", default=None, metavar="COLUMN",
+                   help="numeric or datetime column that orders the rows in time: folds train on the past and "
+                        "validate the future (it stays a feature)")
     p.add_argument("--validation", choices=["auto", "cv", "holdout"], default="auto",
                    help="default auto: a holdout (rows as Hyperband's resource) from 100,000 rows or 10 million "
                         "cells, or from 20,000 rows and 1.5 million cells (more past 600 s of budget); else --cv folds")
@@ -49,6 +53,11 @@ def _add_search_arguments(p):
     p.add_argument("--include", default=None, help="comma-separated model families, e.g. hgb,rf")
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--no-tracking", action="store_true")
+
+
+def _cv(text):
+    """A number of folds, or 'time'."""
+    return "time" if text.strip().lower() == "time" else int(text)
 
 
 def _budget(text):
@@ -96,8 +105,9 @@ def _estimator(args, y, **extra):
     task = infer_task(y, args.target) if args.task == "auto" else args.task
     kind = AutoRegressor if task == "regression" else AutoClassifier
     return kind(
-        time_budget=args.time_budget, n_trials=args.n_trials, metric=args.metric, cv=args.cv,
-        validation=args.validation, n_jobs=args.n_jobs, random_state=args.random_state,
+        time_budget=args.time_budget, n_trials=args.n_trials, metric=args.metric,
+        cv=args.cv if args.cv is not None else ("time" if args.time_column else 5),
+        time_column=args.time_column, validation=args.validation, n_jobs=args.n_jobs, random_state=args.random_state,
         include=args.include.split(",") if args.include else None,
         tracking=not args.no_tracking, tracking_uri=args.tracking_uri, **extra,
     )
@@ -112,8 +122,24 @@ def _read_training(args):
     if groups is not None and (groups not in frame.columns or groups == args.target):
         raise ValueError(f"--groups {groups!r} must name a column of {args.data} other than the target; "
                          f"columns: {list(frame.columns)}")
+    time_column = getattr(args, "time_column", None)
+    if time_column is not None and time_column in frame.columns:
+        frame[time_column] = _as_datetimes(frame[time_column], time_column)  # a CSV holds dates as text
     return (frame.drop(columns=[c for c in (args.target, groups) if c is not None]), frame[args.target],
             None if groups is None else frame[groups])
+
+
+def _as_datetimes(values, name):
+    """Text parsed as datetimes; numbers and datetimes as they are."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_datetime64_any_dtype(values):
+        return values
+    try:
+        return pd.to_datetime(values, format="mixed")
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"--time-column {name!r} holds text that is not a date or time ({exc}): give a column of "
+                         "dates, times or numbers in time order.") from exc
 
 
 def add_fit_parser(subparsers):
@@ -260,7 +286,9 @@ def run_worker(args):
         raise FileNotFoundError(f"--storage {args.storage}: no such file on this machine; a worker joins the "
                                 "fit's storage, it does not make one (check the path, or start the fit first)")
     storage = open_storage(args.storage, workdir=None)
-    target = args.target or SharedSearch.wait_for(storage, args.study, args.wait).target
+    shared = SharedSearch.wait_for(storage, args.study, args.wait)
+    target = args.target or shared.target
+    args.time_column = shared.params.get("time_column")  # parsed from text as the fit's CLI parsed it
     if target is None:
         raise ValueError(f"The fit of study {args.study!r} did not name its target column: pass --target.")
     args.target = target

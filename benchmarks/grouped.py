@@ -1,10 +1,11 @@
-"""Grouped rows (issue 27): the search's own score with shuffled folds and with grouped folds, against the score
-on groups it never saw.
+"""Grouped and time-ordered rows (issue 27): the search's own score with shuffled folds and with grouped or
+time-ordered folds, against the score on groups it never saw or on the future.
 
     .venv/bin/python benchmarks/grouped.py --csv benchmarks/results/grouped.csv          # every case, 60 s
     .venv/bin/python benchmarks/grouped.py --cases copies:diabetes --modes grouped --time-budget 30
 
-Two kinds of case, each fit twice, ``fit(X, y)`` (shuffled folds) and ``fit(X, y, groups=...)``:
+Three kinds of case. The first two are fit twice, ``fit(X, y)`` (mode "shuffled") and ``fit(X, y, groups=...)``
+("grouped"):
 
 - ``copies:NAME``: a real dataset of ../shared/data made grouped: each row becomes ``COPIES`` copies with
   Gaussian noise of ``NOISE`` standard deviations on every numeric column (categoricals copied as they are),
@@ -14,6 +15,10 @@ Two kinds of case, each fit twice, ``fit(X, y)`` (shuffled folds) and ``fit(X, y
   repeated entities); the station is the group, three stations (seeded) are held out, and the fit sees the
   other nine (its features: the weather, the other pollutants and the time of day and year; ``station`` and
   the row counter ``No`` are not features). Rows whose PM2.5 is missing are dropped.
+
+The third, ``beijing-air-future``, is fit with shuffled folds ("shuffled") and in time order ("time":
+``cv="time", time_column="time"``, the hour of each row as a datetime, which is also a feature in both modes) on
+every station's first three years (2013-03 to 2016-02), and scored on the last year.
 
 Each fit runs in its own process (``peers/monitor.py``: wall, peak RSS, foreign load). Printed and written
 per case and mode: the search's best score (``best_score_``, its spread over folds), the ensemble's score on
@@ -37,7 +42,9 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 COPIES = 4
 NOISE = 0.05
 HELD_OUT_SHARE = 0.25
-CASES = ["copies:diabetes", "copies:qsar-biodeg", "copies:kc1", "copies:wine-quality-red", "beijing-air"]
+CASES = ["copies:diabetes", "copies:qsar-biodeg", "copies:kc1", "copies:wine-quality-red", "beijing-air",
+         "beijing-air-future"]
+FUTURE = "2016-03-01"  # beijing-air-future: the held-out year starts here
 
 
 def copied(name, seed):
@@ -64,6 +71,13 @@ def beijing(seed):
     return frame.drop(columns=["PM2.5", "station", "No"]), frame["PM2.5"], frame["station"].to_numpy(), "regression"
 
 
+def beijing_future(seed):
+    """beijing-air with a datetime column ``time``; its groups are the held-out rows' marks (the last year)."""
+    X, y, _, task = beijing(seed)
+    X = X.assign(time=pd.to_datetime(X[["year", "month", "day", "hour"]]))
+    return X, y, (X["time"] >= FUTURE).to_numpy(), task
+
+
 def held_out(groups, seed):
     """The rows of a seeded HELD_OUT_SHARE of the groups (at least one group)."""
     labels = np.unique(groups)
@@ -85,10 +99,15 @@ def run_one(case, mode, budget, seed, n_jobs):
     """One fit, in this process: a dict of the figures."""
     from automl import AutoClassifier, AutoRegressor
 
-    X, y, groups, task = beijing(seed) if case == "beijing-air" else copied(case.split(":", 1)[1], seed)
-    test = held_out(groups, seed)
+    if case == "beijing-air-future":
+        X, y, test, task = beijing_future(seed)
+        groups = test.astype(int)
+    else:
+        X, y, groups, task = beijing(seed) if case == "beijing-air" else copied(case.split(":", 1)[1], seed)
+        test = held_out(groups, seed)
     kind = AutoRegressor if task == "regression" else AutoClassifier
-    model = kind(time_budget=budget, n_jobs=n_jobs, random_state=seed, tracking=False, verbose=0)
+    order = dict(cv="time", time_column="time") if mode == "time" else {}
+    model = kind(time_budget=budget, n_jobs=n_jobs, random_state=seed, tracking=False, verbose=0, **order)
     model.fit(X[~test], y[~test], groups=groups[~test] if mode == "grouped" else None)
     board = model.leaderboard_
     return {
@@ -104,7 +123,8 @@ def run_one(case, mode, budget, seed, n_jobs):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="+", default=CASES)
-    parser.add_argument("--modes", nargs="+", default=["shuffled", "grouped"], choices=["shuffled", "grouped"])
+    parser.add_argument("--modes", nargs="+", default=None, choices=["shuffled", "grouped", "time"],
+                        help="default: shuffled and grouped, or shuffled and time for beijing-air-future")
     parser.add_argument("--time-budget", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-jobs", type=int, default=2)
@@ -117,7 +137,7 @@ def main(argv=None):
         return
     rows = []
     for case in args.cases:
-        for mode in args.modes:
+        for mode in args.modes or (["shuffled", "time"] if case == "beijing-air-future" else ["shuffled", "grouped"]):
             with tempfile.TemporaryDirectory() as folder:
                 out, log = Path(folder) / "row.json", Path(folder) / "log.txt"
                 command = [sys.executable, __file__, "--one", case, mode, "--out", str(out), "--time-budget",

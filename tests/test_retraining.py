@@ -271,6 +271,9 @@ GOOD = {"data": {"path": "d.csv", "target": "y"}, "mlflow": {"model_name": "m"}}
     ({"data": {"target": "y", "path": "d.csv", "sql_query": "select 1", "sql_url": "sqlite://"}},
      "exactly one source"),
     ({"data": {"target": "y", "sql_query": "select 1"}}, "sql_query and sql_url go together"),
+    ({"search": {"cv": "timely"}}, r'\[search\] cv must be an integer >= 2 or "time", got \'timely\''),
+    ({"search": {"cv": 1}}, r'cv must be an integer >= 2 or "time", got 1'),
+    ({"search": {"cv": 2.5}}, r'\[search\] cv must be an integer or "time", got 2.5'),
 ])
 def test_bad_config_names_the_key(tmp_path, change, message):
     path = tmp_path / "job.toml"
@@ -289,6 +292,11 @@ def test_config_defaults_and_relative_paths(tmp_path):
     assert config.summary == tmp_path / "jobs" / "w" / "summary.json"
     assert config.storage == f"sqlite:///{tmp_path / 'jobs' / 'w' / 'optuna.db'}"
     assert (config.study_name, config.time_budget, config.margin, config.holdout_size) == ("m", 300.0, 0.0, 0.2)
+    assert config.cv == 5  # shuffled folds without a time column; in time order with one
+    path.write_text(toml({"data": {**GOOD["data"], "time_column": "t"}, "mlflow": GOOD["mlflow"]}))
+    assert read_config(path).cv == "time"
+    path.write_text(toml(GOOD) + "[search]\ncv = 3\n")
+    assert read_config(path).cv == 3
     with pytest.raises(ConfigError, match="not valid TOML"):
         path.write_text("[data\n")
         read_config(path)

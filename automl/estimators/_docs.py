@@ -14,9 +14,14 @@ PARAMETERS_DOC = """
         Classifier: ``"roc_auc"``, ``"log_loss"``, ``"accuracy"``, ``"balanced_accuracy"`` or ``"f1"``;
         None: ROC AUC for two classes, log loss for more. Regressor: ``"rmse"`` (None), ``"mae"``,
         ``"r2"``. The study's direction follows the metric.
-    cv : int or CV splitter, default=5
+    cv : int, "time" or CV splitter, default=5
         Folds shared by every trial: an int gives scikit-learn's StratifiedKFold (classifier) or
-        KFold (regressor), shuffled with ``random_state``.
+        KFold (regressor), shuffled with ``random_state`` (``StratifiedGroupKFold`` or ``GroupKFold``
+        when ``fit`` is given ``groups``). ``"time"``: ``TimeSeriesSplit(5)`` on the rows in time order
+        (``time_column``, else the order given): each fold trains on the past and validates the next
+        sixth of the rows; the oldest sixth is never validated, so its rows have no OOF predictions and
+        ensemble selection runs on the others. A splitter is called as ``split(X, y, groups)``, on the
+        rows in time order when ``time_column`` is given.
     validation : {"auto", "cv", "holdout"}, default="auto"
         How trials are scored. "cv": the ``cv`` folds, Hyperband's resource being folds. "holdout":
         one seeded, stratified holdout of 10% of the rows (at most 100,000), the trials trained on
@@ -27,7 +32,13 @@ PARAMETERS_DOC = """
         ``cv`` it raises ``ValueError``. "auto", with an int ``cv``: a holdout from 100,000 rows or
         10 million cells (FLAML's switch), or from 20,000 rows when the cells (rows x columns) reach
         1.5 million and 2,500 per second of ``time_budget`` (FLAML's rate; 9 million at an hour), where
-        CV would leave too few trials; else CV. A splitter of one split is a holdout too.
+        CV would leave too few trials; else CV (with ``cv="time"`` too: the holdout is then the newest
+        rows). A splitter of one split is a holdout too.
+    time_column : str or None, default=None
+        A numeric or datetime column of ``X`` that orders the rows in time, for ``cv="time"`` or a
+        splitter such as ``TimeSeriesSplit``; an int ``cv`` with it raises ``ValueError``. Rows of one
+        timestamp are never split between a fold's training and validation rows. The column stays a
+        feature (drop it from ``X`` and give the order as the rows' order if it should not be one).
     n_jobs : int, default=1
         Worker processes sharing the study; -1 means all cores, -2 all but one, as in joblib and
         scikit-learn (the number used is ``n_jobs_``); 0 raises ``ValueError``. Threads per model
@@ -109,6 +120,10 @@ ATTRIBUTES_DOC = """
         the fallback.
     metric_ : str
         The search metric's name.
+    n_groups_ : int or None
+        Groups ``fit`` was given (after rows validation dropped), None without ``groups``.
+    time_ordered_ : bool
+        Whether the folds (or the holdout) were in time order (``cv="time"`` or ``time_column``).
     validation_ : {"cv", "holdout"}
         How the trials were scored (``validation``, "auto" resolved). With "holdout", ``mean`` in the
         leaderboard is the holdout score at the rows the trial reached, ``folds`` is 1 and ``std`` NaN,

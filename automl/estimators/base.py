@@ -30,8 +30,8 @@ from ..exceptions import warn_user
 from ..report import report_artifacts, report_data, run_description, write_model_report
 from ..search import (
     ProgressLine, SharedSearch, check_storage_spelling, count_started, failed_trials_summary, in_memory_copy,
-    leaderboard, load_trial_model, open_storage, prepare_search, prepare_study, resolve_n_jobs, run_search,
-    threads_per_job,
+    leaderboard, load_trial_model, n_splits_of, open_storage, prepare_search, prepare_study, resolve_n_jobs,
+    run_search, threads_per_job,
 )
 from ..space import portfolio, rebuild
 from ..tracking import input_example, make_tracker, package_versions
@@ -84,7 +84,8 @@ class _AutoMLBase(BaseEstimator):
         "time_budget": [P.interval(float, 0, None, closed="neither"), P.is_none()],
         "n_trials": [P.interval(int, 1, None), P.is_none()],
         "metric": [P.instance_of(str, "a str"), P.is_none()],
-        "cv": [P.interval(int, 2, None), P.has_method("split", "a CV splitter")],
+        "cv": [P.interval(int, 2, None), P.options("time"), P.has_method("split", "a CV splitter")],
+        "time_column": [P.instance_of(str, "a str"), P.is_none()],
         "validation": [P.options("auto", "cv", "holdout")],
         "n_jobs": [P.interval(int, 1, None), P.interval(int, None, -1)],
         "random_state": [P.interval(int, 0, 2**32 - 1), P.is_none()],
@@ -102,8 +103,8 @@ class _AutoMLBase(BaseEstimator):
         "leak_check": [P.options("warn", "raise", "off")],
     }
 
-    def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, validation="auto", n_jobs=1,
-                 random_state=None, include=None, components=(), sampler="tpe", pruning="auto",
+    def __init__(self, *, time_budget=60, n_trials=None, metric=None, cv=5, validation="auto", time_column=None,
+                 n_jobs=1, random_state=None, include=None, components=(), sampler="tpe", pruning="auto",
                  ensemble_size=50, final_fit="refit", storage=None, study_name=None, oof_dir=None, tracking=True,
                  tracking_uri=None, experiment_name="automl", verbose=1, leak_check="warn"):
         self.time_budget = time_budget
@@ -111,6 +112,7 @@ class _AutoMLBase(BaseEstimator):
         self.metric = metric
         self.cv = cv
         self.validation = validation
+        self.time_column = time_column
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.include = include
@@ -219,9 +221,10 @@ class _AutoMLBase(BaseEstimator):
         self.n_jobs_ = resolve_n_jobs(self.n_jobs)
         setup = prepare_search(X, y, task=self._task, metric=self.metric, cv=self.cv, random_state=self.random_state,
                                include=self.include, components=self.components, validation=self.validation,
-                               time_budget=self.time_budget, groups=groups)
+                               time_budget=self.time_budget, groups=groups, time_column=self.time_column)
         self.profile_, self.components_, self.random_state_ = setup.profile, setup.specs, setup.seed
         self.n_groups_ = None if setup.groups is None else int(setup.groups.max()) + 1
+        self.time_ordered_ = setup.time_ordered
         self.search_key_, self.validation_ = setup.search_key, setup.validation
         self._set_target(y)
         self._set_input_features(X)
@@ -305,14 +308,14 @@ class _AutoMLBase(BaseEstimator):
     def _check_params(self):
         P.validate_params(self, self._parameter_constraints)
         check_storage_spelling(self.storage)
-        if self.validation == "holdout" and not isinstance(self.cv, int):
+        if self.validation == "holdout" and not (isinstance(self.cv, int) or self.cv == "time"):
             raise ValueError(f"validation='holdout' makes its own split, so cv={self.cv!r} would be ignored: give "
                              "validation='cv' to score on that splitter, or leave cv an int.")
         if self.time_budget is None and self.n_trials is None:
             raise ValueError(f"{type(self).__name__} needs a time_budget or n_trials; both are None.")
 
     def _n_folds(self):
-        return self.cv if isinstance(self.cv, int) else self.cv.get_n_splits()
+        return n_splits_of(self.cv)
 
     def _deadlines(self, started):
         """Wall-clock ends of the fit and of its final fit (the model leak check comes after)."""
@@ -370,7 +373,7 @@ class _AutoMLBase(BaseEstimator):
 
     def _shared_search(self, setup, storage, oof_dir, deadline, max_trials, tracker, target_name, grace):
         """The search as workers need it to join (:class:`automl.search.SharedSearch`)."""
-        custom = [why for why, bad in (("a custom CV splitter", not isinstance(self.cv, int)),
+        custom = [why for why, bad in (("a custom CV splitter", not (isinstance(self.cv, int) or self.cv == "time")),
                                        ("custom components", bool(self.components))) if bad]
         settings = {"include": None if self.include is None else list(self.include), "sampler": self.sampler,
                     "pruning": self._pruning()}
@@ -533,7 +536,7 @@ class _AutoMLBase(BaseEstimator):
             "time_budget": self.time_budget, "n_trials": self.n_trials, "cv_folds": n_folds,
             "validation": self.validation_, "random_state": seed, "n_jobs": self.n_jobs_, "sampler": self.sampler,
             "pruning": self._pruning(), "ensemble_size": self.ensemble_size, "final_fit": self.final_fit,
-            "n_groups": self.n_groups_,
+            "n_groups": self.n_groups_, "time_ordered": self.time_ordered_, "time_column": self.time_column,
         }
 
     def _run_metrics(self):

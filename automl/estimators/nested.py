@@ -22,13 +22,14 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import TimeSeriesSplit
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils import check_random_state
 
 from ..data import check_prediction_data, check_training_data
 from ..exceptions import DataRepairWarning, DataValidationError
-from ..search import default_splitter, get_metric, resolve_n_jobs
+from ..search import default_splitter, get_metric, make_folds, resolve_n_jobs, time_order
 from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
 from ..tracking import make_tracker
 from . import _params as P
@@ -139,8 +140,10 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
         Class labels, or the numeric target of a regressor.
     outer_cv : int or CV splitter, default=3
         An int ``k`` makes ``StratifiedKFold(k, shuffle=True, random_state=random_state)`` (``KFold``
-        for a regressor; with ``groups``, ``StratifiedGroupKFold`` or ``GroupKFold``). A splitter's
-        ``split(X, y, groups)`` is called on the validated data.
+        for a regressor; with ``groups``, ``StratifiedGroupKFold`` or ``GroupKFold``; when the
+        estimator's search is in time order, ``cv="time"`` or a ``time_column``, ``TimeSeriesSplit(k)``
+        on the rows in that order: each outer fit on the past, scored on the rows after it, the oldest
+        never scored). A splitter's ``split(X, y, groups)`` is called on the validated data.
     n_jobs : int, default=1
         Outer folds fitted at once, in joblib worker processes; -1 all cores, -2 all but one. Above
         1, each inner fit is given ``n_jobs=1`` (one search worker), so ``n_jobs`` processes share
@@ -225,13 +228,10 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
         # The check speaks of `cv`; here the folds it counted are the outer ones.
         message = str(exc).replace("lower cv", "lower outer_cv")
         raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
-    (X_all, y_all, classes, _), codes = checked[:4], (checked[4] if groups is not None else None)
+    (X_all, y_all, classes, profile), codes = checked[:4], (checked[4] if groups is not None else None)
     if task == "classification":
         _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
-    splitter = outer_cv
-    if isinstance(outer_cv, numbers.Integral):
-        splitter = default_splitter(task, outer_cv, random_state, grouped=groups is not None)
-    splits = list(splitter.split(X_all, y_all, codes))
+    splits = _outer_splits(estimator, outer_cv, X_all, y_all, profile, codes, random_state)
     n_jobs = resolve_n_jobs(n_jobs)
     inner = clone(estimator)
     if n_jobs > 1:
@@ -267,6 +267,19 @@ def _log_to_mlflow(estimator, report, arguments):
     return run_id
 
 
+def _outer_splits(estimator, outer_cv, X, y, profile, groups, random_state):
+    """The outer folds: shuffled, grouped, or in time order when the estimator's search is (``cv="time"`` or a
+    ``time_column``): then an int ``outer_cv`` is ``TimeSeriesSplit(outer_cv)``, each outer fit on the past."""
+    time_ordered = estimator.cv == "time" or getattr(estimator, "time_column", None) is not None
+    if time_ordered:
+        splitter = TimeSeriesSplit(outer_cv) if isinstance(outer_cv, numbers.Integral) else outer_cv
+        return make_folds(splitter, X, y, None, estimator._task, order=time_order(X, estimator.time_column, profile))
+    splitter = outer_cv
+    if isinstance(outer_cv, numbers.Integral):
+        splitter = default_splitter(estimator._task, outer_cv, random_state, grouped=groups is not None)
+    return list(splitter.split(X, y, groups))
+
+
 def _check_arguments(estimator, outer_cv, n_jobs, random_state):
     """Raise for an estimator that cannot be nested or an argument outside its constraints."""
     if not isinstance(estimator, _AutoMLBase):
@@ -300,7 +313,7 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number, groups=No
     """Fit ``estimator`` on the training rows, score it, its best trial and the baselines on the test rows."""
     X_train, y_train, X_test = _take(X, train), _take(y, train), _take(X, test)
     started = time.perf_counter()
-    fitted = estimator.fit(X_train, y_train, groups)
+    fitted = estimator.fit(X_train, y_train) if groups is None else estimator.fit(X_train, y_train, groups=groups)
     seconds = time.perf_counter() - started
     metric = get_metric(fitted.metric_, len(classes))
     seed = fitted.random_state_

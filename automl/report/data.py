@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from ..data import class_counts_of
-from ..search import BUDGET_NOTE
+from ..search import BUDGET_NOTE, n_splits_of
 from ..tracking import package_versions
 
 FORMAT, VERSION = "automl-report", 1
@@ -60,7 +60,7 @@ def _validation(model):
 def _n_folds(model):
     if _validation(model) == "holdout":
         return 1
-    return model.cv if isinstance(model.cv, int) else model.cv.get_n_splits()
+    return n_splits_of(model.cv)
 
 
 def _data_summary(model):
@@ -89,6 +89,7 @@ def _search_summary(model, board):
     return {
         "metric": model.metric_, "greater_is_better": model.study_.direction.name == "MAXIMIZE",
         "validation": _validation(model), "n_groups": getattr(model, "n_groups_", None),
+        "time_ordered": getattr(model, "time_ordered_", False),
         "n_trials": len(board), "states": {s: int(n) for s, n in states.items()},
         "n_trials_killed": model.n_trials_killed_, "best_score": model.best_score_,
         "best_score_std": model.best_score_std_, "best_params": model.best_params_,

@@ -45,6 +45,8 @@ def run_description(data):
     on = "a holdout" if search.get("validation") == "holdout" else "CV"
     if search.get("n_groups"):
         on += f" that keeps each of {search['n_groups']:,} groups whole"
+    if search.get("time_ordered"):
+        on += " in time order (every validated row later than its training rows)"
     lines = [f"{data['estimator']} on {d['n_samples']:,} rows x {d['n_features']} columns ({d['task']}), "
              f"{search['metric']} on {on}; {_budget(data)}, fit in {search['timings_seconds'].get('total', 0):.0f} s.",
              f"Trials: {search['n_trials']} ({_states(search['states'], data['pruning'].get('n_stopped', 0))})."]

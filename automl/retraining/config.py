@@ -15,6 +15,7 @@ A complete file (only ``data.target``, a data source and ``mlflow.model_name`` a
     storage = "sqlite:///retrain/optuna.db"   # Optuna storage; default: work_dir/optuna.db
     study_name = "defects"       # default: the model name
     include = ["hgb", "lgbm"]    # model families; default: all installed
+    cv = "time"                  # folds: a number (shuffled) or "time"; default "time" with time_column, else 5
 
     [mlflow]
     tracking_uri = "http://127.0.0.1:5000"    # default: sqlite:///<work_dir>/mlflow.db
@@ -48,7 +49,7 @@ SCHEMA = {
              "target": (str, True), "time_column": (str, False)},
     "search": {"time_budget": (_NUMBER, False), "n_trials": (int, False), "metric": (str, False),
                "n_jobs": (int, False), "random_state": (int, False), "storage": (str, False),
-               "study_name": (str, False), "include": (list, False)},
+               "study_name": (str, False), "include": (list, False), "cv": ((int, str), False)},
     "mlflow": {"tracking_uri": (str, False), "experiment_name": (str, False), "model_name": (str, True)},
     "promotion": {"margin": (_NUMBER, False), "holdout_size": (_NUMBER, False)},
     "job": {"work_dir": (str, False), "summary": (str, False)},
@@ -74,6 +75,7 @@ class JobConfig:
     n_trials: int | None = None
     metric: str | None = None
     include: tuple | None = None
+    cv: int | str = 5
     n_jobs: int = 1
     random_state: int = 0
     experiment_name: str = "automl-retrain"
@@ -135,6 +137,8 @@ def _has_non_str(value):
 
 
 def _type_name(types):
+    if types == (int, str):
+        return 'an integer or "time"'
     return "a number" if types == _NUMBER else {str: "a string", int: "an integer", list: "a list of strings"}[types]
 
 
@@ -156,6 +160,9 @@ def _build(values, base, path):
     values.setdefault("tracking_uri", f"sqlite:///{work_dir / 'mlflow.db'}")
     values.setdefault("study_name", values["model_name"])
     _check_names(values, path)
+    values.setdefault("cv", "time" if "time_column" in values else 5)
+    if values["cv"] != "time" and not (isinstance(values["cv"], int) and values["cv"] >= 2):
+        raise ConfigError(f"{path}: [search] cv must be an integer >= 2 or \"time\", got {values['cv']!r}.")
     if "include" in values:
         values["include"] = tuple(values["include"])
     if "n_trials" in values and "time_budget" not in values:

@@ -267,7 +267,7 @@ def _fit_challenger(config, X, y, snapshot, summary):
                           config.work_dir / "warm_started" / f"{config.study_name}-{snapshot}")
     model = AutoClassifier(
         time_budget=config.time_budget, n_trials=config.n_trials, metric=config.metric, n_jobs=config.n_jobs,
-        random_state=config.random_state, storage=config.storage, study_name=config.study_name,
+        cv=config.cv, random_state=config.random_state, storage=config.storage, study_name=config.study_name,
         include=None if config.include is None else list(config.include),
         oof_dir=str(config.work_dir / "oof"), tracking_uri=config.tracking_uri,
         experiment_name=config.experiment_name, verbose=0,

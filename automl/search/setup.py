@@ -8,15 +8,13 @@ fit, and proves it by the same ``search_key``.
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.model_selection import (
-    GroupKFold, GroupShuffleSplit, KFold, ShuffleSplit, StratifiedGroupKFold, StratifiedKFold, StratifiedShuffleSplit,
-)
 
 from ..data import check_training_data
-from ..exceptions import DataValidationError, warn_user
+from ..exceptions import warn_user
 from ..space import resolve_components
 from .objective import rung_order, search_key
 from .scoring import get_metric
+from .splits import holdout_split, make_folds, n_splits_of, time_order
 
 
 class SearchSetup(NamedTuple):
@@ -32,6 +30,8 @@ class SearchSetup(NamedTuple):
     search_key: str  # digest of the data, folds and metric (objective.search_key)
     validation: str = "cv"  # "cv" (k folds) or "holdout" (one fold, rows as Hyperband's resource)
     groups: object = None  # group codes of shape (n_samples,) (data.check_groups), or None
+    time_column: object = None  # the column that orders the rows of a time-ordered search, or None
+    time_ordered: bool = False  # cv="time", or a time_column: every validated row later than its training rows
 
 
 # validation="auto" holds out rows instead of k-fold CV from this many rows, or this many cells
@@ -63,7 +63,7 @@ HOLDOUT_AUTO_MIN_ROWS = round(HOLDOUT_WARN_ROWS / HOLDOUT_SHARE)
 
 
 def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_state=None, include=None,
-                   components=(), validation="auto", time_budget=None, groups=None):
+                   components=(), validation="auto", time_budget=None, groups=None, time_column=None):
     """Validate ``X, y`` and make what every trial of the search shares: data, folds, families, metric, seed.
 
     Parameters
@@ -73,11 +73,12 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     task : {"classification", "regression"}, default="classification"
     metric : str or None, default=None
         A name of :mod:`automl.search.scoring`; None: the task's default.
-    cv : int or CV splitter, default=5
+    cv : int, "time" or CV splitter, default=5
         An int makes ``StratifiedKFold`` (``KFold`` for regression), shuffled with the seed, or with
-        ``groups`` ``StratifiedGroupKFold`` (``GroupKFold``) (:func:`default_splitter`). A splitter's
-        ``split(X, y, groups)`` is called on the validated rows. A splitter of one split is a holdout
-        (rows become Hyperband's resource).
+        ``groups`` ``StratifiedGroupKFold`` (``GroupKFold``) (:func:`automl.search.splits.default_splitter`).
+        ``"time"`` makes ``TimeSeriesSplit(5)`` on the rows in time order (``time_column``, else as given).
+        A splitter's ``split(X, y, groups)`` is called on the validated rows, in time order when
+        ``time_column`` is given. A splitter of one split is a holdout (rows become Hyperband's resource).
     random_state : int or None, default=None
         The seed of the folds and of every trial; None draws one.
     include : list of str or None, default=None
@@ -97,6 +98,9 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     groups : array-like of shape (n_samples,) or None, default=None
         A group label per row (a patient, a customer): the folds, or the holdout
         (``GroupShuffleSplit``), keep each group on one side.
+    time_column : str or None, default=None
+        A numeric or datetime column of ``X`` that orders the rows for ``cv="time"`` or a splitter
+        (:mod:`automl.search.splits`); a holdout is then the newest rows. It stays a feature.
 
     Returns
     -------
@@ -113,31 +117,35 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
         If ``X``, ``y`` or ``groups`` is unusable (:func:`automl.data.check_training_data`), or
         ``groups`` has fewer groups than an int ``cv`` has folds.
     ValueError
-        For an unknown metric or family key, when no family is left for the data, or when ``cv`` is
-        a splitter that needs groups and none are given.
+        For an unknown metric or family key, when no family is left for the data, when ``cv`` is
+        a splitter that needs groups and none are given, when ``time_column`` comes with an int ``cv``
+        (shuffled folds would ignore it), or when time order and groups are asked for together.
 
     Warns
     -----
     UserWarning
         When a holdout holds fewer than :data:`HOLDOUT_WARN_ROWS` rows (only a forced one can).
     """
-    auto = validation == "auto" and isinstance(cv, int)
+    time_ordered = _check_order(cv, groups, time_column)
+    auto = validation == "auto" and (isinstance(cv, int) or cv == "time")
     # A holdout needs two rows of a class (one on each side, see _every_class_in); a class rarer than that is
     # dropped. The data's shape before validation tells an automatic holdout already, so that the check does
     # not warn of classes rarer than cv folds the search will not use.
     shape = getattr(X, "shape", None)  # not np.shape: an array-like may refuse NumPy's functions
     likely = auto and shape is not None and len(shape) == 2 and _holdout_pays(shape[0], shape[1], time_budget)
-    n_folds = 2 if validation == "holdout" or likely else cv if isinstance(cv, int) else cv.get_n_splits()
+    n_folds = 2 if validation == "holdout" or likely else n_splits_of(cv)
     checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups)
     (X_clean, y_enc, _, profile), groups = checked[:4], (checked[4] if groups is not None else None)
     holdout = validation == "holdout" or (auto and _holdout_pays(profile.n_samples, profile.n_features, time_budget))
     metric = get_metric(metric, profile.n_classes)
     specs = resolve_components(include, components, profile)
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
+    order = time_order(X_clean, time_column, profile) if time_ordered else None
     if holdout:
-        folds = _holdout(X_clean, y_enc, seed, task, groups)
+        share = min(HOLDOUT_SHARE, HOLDOUT_MAX_ROWS / len(y_enc))
+        folds = holdout_split(X_clean, y_enc, seed, task, share, groups, order)
     else:
-        folds = _make_folds(cv, X_clean, y_enc, seed, task, groups)
+        folds = make_folds(cv, X_clean, y_enc, seed, task, groups, order)
     key = search_key(profile.fingerprint, folds, metric.name)  # of the user's rows, before a holdout's layout
     if holdout and len(folds[0][1]) < HOLDOUT_WARN_ROWS:
         warn_user(f"validation='holdout' on {len(y_enc):,} rows scores every trial on {len(folds[0][1]):,} "
@@ -148,21 +156,19 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
         X_clean, y_enc = X_clean.iloc[order].reset_index(drop=True), y_enc[order]
         groups = None if groups is None else groups[order]
     return SearchSetup(X_clean, y_enc, folds, specs, metric, seed, profile, key,
-                       "holdout" if len(folds) == 1 else "cv", groups)
+                       "holdout" if len(folds) == 1 else "cv", groups, time_column, time_ordered)
 
 
-def default_splitter(task, n_splits, seed, grouped=False):
-    """The folds an int ``cv`` stands for: shuffled, seeded, stratified for classification, grouped with groups.
-
-    ``StratifiedKFold`` or ``KFold``; with groups scikit-learn's ``StratifiedGroupKFold`` (each class's
-    share kept as near as whole groups allow) or ``GroupKFold`` (groups spread so the folds' sizes
-    match), both shuffled with the seed.
-    """
-    if grouped:
-        kind = GroupKFold if task == "regression" else StratifiedGroupKFold
-    else:
-        kind = KFold if task == "regression" else StratifiedKFold
-    return kind(n_splits=n_splits, shuffle=True, random_state=seed)
+def _check_order(cv, groups, time_column):
+    """Whether the search is time-ordered; refuses a time column that the folds would ignore."""
+    if time_column is not None and isinstance(cv, int):
+        raise ValueError(f"time_column={time_column!r} orders the rows for cv='time' (or a splitter such as "
+                         f"TimeSeriesSplit); cv={cv} makes shuffled folds, which would ignore it.")
+    time_ordered = cv == "time" or time_column is not None
+    if time_ordered and groups is not None:
+        raise ValueError("Time order and groups together are not supported yet: give one of cv='time' "
+                         "(or time_column) and groups.")
+    return time_ordered
 
 
 def _holdout_pays(rows, columns, time_budget):
@@ -172,38 +178,6 @@ def _holdout_pays(rows, columns, time_budget):
         return True
     return (time_budget is not None and rows >= HOLDOUT_BUDGET_MIN_ROWS
             and cells >= max(HOLDOUT_BUDGET_MIN_CELLS, HOLDOUT_CELLS_PER_SECOND * time_budget))
-
-
-def _make_folds(cv, X, y, seed, task, groups):
-    # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
-    splitter = cv
-    if isinstance(splitter, int):
-        if groups is not None and groups.max() + 1 < cv:
-            raise DataValidationError(f"groups has {groups.max() + 1} groups, fewer than the cv={cv} folds: "
-                                      f"give cv={max(2, groups.max() + 1)} or fewer.")
-        splitter = default_splitter(task, cv, seed, grouped=groups is not None)
-    try:
-        return list(splitter.split(X, y, groups))
-    except ValueError as exc:
-        if groups is None and "groups" in str(exc):
-            raise ValueError(f"cv={splitter!r} splits by groups, and none were given: pass fit(X, y, groups=...), "
-                             "a group label per row.") from exc
-        raise
-
-
-def _holdout(X, y, seed, task, groups=None):
-    """One (train, test) pair: a seeded holdout, stratified for classification (whole groups with groups),
-    its rows sorted."""
-    size = min(HOLDOUT_SHARE, HOLDOUT_MAX_ROWS / len(y))
-    if groups is not None:  # a share of the groups, not of the rows
-        splitter = GroupShuffleSplit(n_splits=1, test_size=size, random_state=seed)
-    else:
-        kind = ShuffleSplit if task == "regression" else StratifiedShuffleSplit
-        splitter = kind(n_splits=1, test_size=size, random_state=seed)
-    train, test = next(splitter.split(X, y, groups))
-    if task != "regression":
-        train, test = _every_class_in(train, test, y, groups)
-    return [(np.sort(train), np.sort(test))]
 
 
 def _in_rung_order(y, fold, seed, task):
@@ -219,16 +193,3 @@ def _in_rung_order(y, fold, seed, task):
     order = np.concatenate([rung_order(train, y, seed, task != "regression"), test, rest])
     n_train, n_test = len(train), len(test)
     return order, [(np.arange(n_train), np.arange(n_train, n_train + n_test))]
-
-
-def _every_class_in(train, test, y, groups=None):
-    """Move one training row of each class the holdout lacks into it (a stratified 10% of 2-5 rows is none),
-    with its whole group when there are groups: a class absent from the holdout is never scored, and a
-    binary ROC AUC on one class is undefined."""
-    missing = np.setdiff1d(np.unique(y[train]), np.unique(y[test]))
-    if not len(missing):
-        return train, test
-    moved = np.array([train[np.flatnonzero(y[train] == label)[0]] for label in missing])
-    if groups is not None:
-        moved = train[np.isin(groups[train], groups[moved])]
-    return np.setdiff1d(train, moved), np.union1d(test, moved)

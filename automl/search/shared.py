@@ -133,8 +133,9 @@ class SharedSearch:
                       "parent_run_id": tracker.parent_run_id}
         return cls(
             task=task,
-            params={"metric": setup.metric.name, "cv": len(setup.folds), "random_state": int(setup.seed),
-                    "validation": setup.validation, "grouped": setup.groups is not None, **settings},
+            params={"metric": setup.metric.name, "cv": "time" if setup.time_ordered else len(setup.folds),
+                    "random_state": int(setup.seed), "validation": setup.validation,
+                    "grouped": setup.groups is not None, "time_column": setup.time_column, **settings},
             search_key=setup.search_key, fingerprint=setup.profile.fingerprint,
             n_samples=int(setup.profile.n_samples), n_startup_trials=n_startup_trials, max_trials=max_trials,
             deadline=deadline, grace=grace,
@@ -275,7 +276,8 @@ class SharedSearch:
                 "The fit's folds keep groups whole: give this worker the same groups (automl worker --groups COLUMN)."
                 if grouped else "The fit's folds are not grouped: start this worker without groups.")
         setup = prepare_search(X, y, task=self.task, metric=p["metric"], cv=p["cv"], random_state=p["random_state"],
-                               include=p["include"], validation=p.get("validation", "cv"), groups=groups)
+                               include=p["include"], validation=p.get("validation", "cv"), groups=groups,
+                               time_column=p.get("time_column"))
         if setup.search_key != self.search_key:
             profile = setup.profile
             same = profile.fingerprint == self.fingerprint
