@@ -123,7 +123,10 @@ def _read_training(args):
         raise ValueError(f"--groups {groups!r} must name a column of {args.data} other than the target; "
                          f"columns: {list(frame.columns)}")
     time_column = getattr(args, "time_column", None)
-    if time_column is not None and time_column in frame.columns:
+    if time_column is not None:
+        if time_column not in frame.columns or time_column in (args.target, groups):
+            raise ValueError(f"--time-column {time_column!r} must name a column of {args.data} other than the target "
+                             f"and the groups; columns: {list(frame.columns)}")
         frame[time_column] = _as_datetimes(frame[time_column], time_column)  # a CSV holds dates as text
     return (frame.drop(columns=[c for c in (args.target, groups) if c is not None]), frame[args.target],
             None if groups is None else frame[groups])

@@ -183,13 +183,13 @@ def test_every_trial_failing_falls_back_with_warning(credit_g):
 
 
 @pytest.mark.parametrize("name, value, expected", [
-    ("cv", 1, "The 'cv' parameter of AutoClassifier must be an int in [2, inf) or a CV splitter. "
-              "Got 1 instead."),
+    ("cv", 1, "The 'cv' parameter of AutoClassifier must be an int in [2, inf), one of ['time'] or a CV "
+              "splitter. Got 1 instead."),
     ("sampler", "grid", "The 'sampler' parameter of AutoClassifier must be one of ['tpe', 'random']. "
                         "Got 'grid' instead."),
     # A str has a .split method, yet is no CV splitter; a str is a sequence, yet no list of keys.
-    ("cv", "five", "The 'cv' parameter of AutoClassifier must be an int in [2, inf) or a CV splitter. "
-                   "Got 'five' instead."),
+    ("cv", "five", "The 'cv' parameter of AutoClassifier must be an int in [2, inf), one of ['time'] or a CV "
+                   "splitter. Got 'five' instead."),
     ("include", "hgb", "The 'include' parameter of AutoClassifier must be a list of str or None. "
                        "Got 'hgb' instead."),
     ("n_jobs", 0, "The 'n_jobs' parameter of AutoClassifier must be an int in [1, inf) or an int in "

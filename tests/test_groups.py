@@ -208,3 +208,35 @@ def test_measurements_with_repeated_values_are_no_entities(load_shared, name, ta
     # whole numbers, but the rows of one value agree on the class no more than chance.
     report = check_data_leakage(*_checked(*load_shared(name, target)), random_state=0)
     assert not [f for f in report.findings if f.kind == "entity"]
+
+
+def test_group_counts_that_would_fail_every_trial_are_refused_before_the_search(copied_diabetes):
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    X, y, groups = copied_diabetes
+    rare = np.where(np.isin(groups, [7, 8]), "pos", "neg")  # a class of 8 rows in 2 groups
+    with pytest.raises(DataValidationError, match="Class 1 \\(in encoded order\\) lies in 2 group\\(s\\) only: "
+                                                  "with cv=5 .* Give cv=2 or fewer"):
+        prepare_search(X, rare, cv=5, random_state=0, groups=groups)
+    with pytest.raises(ValueError, match="cv=LeaveOneGroupOut\\(\\) splits by groups, and none were given"):
+        prepare_search(X, y, cv=LeaveOneGroupOut(), random_state=0)
+    model = AutoClassifier(**FIT, n_trials=1, include=["logreg"])
+    with pytest.raises(DataValidationError, match="groups has 2 groups, fewer than the outer_cv=3 folds"):
+        nested_cv(model, X, y, outer_cv=3, random_state=0, groups=groups % 2)
+
+
+def test_a_group_of_dropped_rows_only_is_not_counted(copied_diabetes):
+    X, y, groups = copied_diabetes
+    X1 = pd.concat([X.iloc[:1], X], ignore_index=True)
+    y1 = pd.concat([pd.Series(["single"]), y], ignore_index=True)  # a class seen once: its row is dropped
+    with pytest.warns(DataRepairWarning, match="seen once"):
+        setup = prepare_search(X1, y1, cv=5, random_state=0, groups=np.concatenate([[-1], groups]))
+    assert setup.groups.max() + 1 == 768 and len(setup.groups) == len(y)
+
+
+def test_the_report_page_says_the_folds_were_grouped(tmp_path):
+    X = pd.DataFrame({"a": np.arange(60.0), "b": np.arange(60.0) % 7})
+    y = np.arange(60) % 2
+    model = AutoClassifier(**FIT, n_trials=1, include=["logreg"], cv=3).fit(X, y, groups=np.arange(60) // 3)
+    page = model.report(tmp_path / "r.html").read_text()
+    assert "that keeps each of 20 groups whole" in page

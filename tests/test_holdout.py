@@ -25,6 +25,7 @@ from automl.search import (
 )
 from automl.search import objective as objective_module
 from automl.search import setup as search_setup
+from automl.search.splits import holdout_split
 from automl.report import render_html, report_data
 from automl.space import at_rows, portfolio, rebuild, resolve_components, set_threads
 
@@ -71,8 +72,8 @@ def test_a_holdout_is_stored_training_rows_first_in_rung_order_and_loses_no_row(
     pd.testing.assert_frame_equal(setup.X[["a", "b", "c"]], X.iloc[came_from, :3].reset_index(drop=True),
                                   check_dtype=False)
     # The holdout is the one _holdout draws, and the training part is laid out in its rung order.
-    [(plain_train, plain_test)] = search_setup._holdout(setup.X.iloc[np.argsort(came_from)], y.to_numpy(), 0,
-                                                        "classification")
+    [(plain_train, plain_test)] = holdout_split(setup.X.iloc[np.argsort(came_from)], y.to_numpy(), 0,
+                                                "classification", search_setup.HOLDOUT_SHARE)
     assert np.array_equal(np.sort(came_from[test]), plain_test)
     assert np.array_equal(came_from[train], objective_module.rung_order(plain_train, y.to_numpy(), 0))
     # The search key is that of the user's rows and folds, so a worker's copy of the data proves the same.

@@ -111,3 +111,41 @@ def test_the_cli_time_column_makes_a_time_ordered_search(tmp_path, beijing_stati
     from automl import load
     model = load(out)
     assert code == 0 and model.time_ordered_ and model.cv == "time" and model.time_column == "time"
+
+
+def test_splits_that_cannot_be_in_time_order_are_refused_with_the_reason():
+    from sklearn.model_selection import GroupKFold, KFold
+
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"t": rng.permutation(300).astype(float), "a": rng.normal(size=300)})
+    y = (X["a"] > 0).astype(int)
+    with pytest.raises(ValueError, match="Fold [0-9] of cv=KFold.* has no row older than its validation rows"):
+        prepare_search(X, y, cv=KFold(3, shuffle=True, random_state=0), time_column="t", random_state=0)
+    with pytest.raises(ValueError, match="has no row older than its validation rows.*more distinct times"):
+        prepare_search(X.assign(b=X["t"] > 200), y, cv="time", time_column="b", random_state=0)
+    with pytest.raises(ValueError, match="splits by groups: time order and groups together are not supported"):
+        prepare_search(X, y, cv=GroupKFold(3), time_column="t", random_state=0)
+
+
+def test_a_time_holdout_moves_no_old_row_in_for_a_rare_class():
+    rng = np.random.default_rng(3)
+    n = 3000
+    X = pd.DataFrame({"t": rng.permutation(n).astype(float), "a": rng.normal(size=n)})
+    y = np.where(X["a"] > 0, "up", "down")
+    y[X["t"].to_numpy() < 3] = "rare"  # the three oldest rows: a class the newest rows lack
+    setup = prepare_search(X, y, cv="time", time_column="t", validation="holdout", random_state=0)
+    (train, test), = setup.folds
+    t = setup.X["t"].to_numpy()
+    assert t[train].max() < t[test].min() and setup.profile.n_classes == 3
+    binary = np.where(X["t"].to_numpy() >= 2700, "late", np.where(X["a"] > 0, "up", "late"))
+    with pytest.raises(DataValidationError, match="The newest 300 rows \\(the time-ordered holdout\\) hold one class"):
+        prepare_search(X, binary, cv="time", time_column="t", validation="holdout", random_state=0)
+
+
+def test_the_time_column_is_no_row_identifier_in_a_time_ordered_fit(beijing_station):
+    X, y = beijing_station
+    X = X.iloc[:3000].assign(epoch=lambda f: f["time"].astype("int64") // 10**9).drop(columns="time")
+    timed = AutoRegressor(**FIT, n_trials=1, include=["ridge"], cv="time", time_column="epoch").fit(X, y.iloc[:3000])
+    assert not [f for f in timed.leak_report_.findings if f.column == "epoch"]
+    report = AutoRegressor(**FIT, n_trials=1, include=["ridge"]).fit(X, y.iloc[:3000]).leak_report_
+    assert [f.kind for f in report.findings if f.column == "epoch"] == ["identifier"]  # shuffled: it still is one

@@ -13,7 +13,7 @@ from .leakage_regression import check_regression_leakage
 CHECK_FOLDS = 5
 
 
-def check_before_search(X, y, profile, folds, random_state, mode, groups=None):
+def check_before_search(X, y, profile, folds, random_state, mode, groups=None, time_column=None):
     """The data-level check as ``fit`` runs it: skipped, warned about, or raised on when high.
 
     Parameters
@@ -27,6 +27,9 @@ def check_before_search(X, y, profile, folds, random_state, mode, groups=None):
     groups : ndarray of int of shape (n_samples,) or None, default=None
         The rows' group codes (:func:`automl.data.check_groups`): the seeded folds of a holdout search
         are grouped too, and :func:`check_group_folds` reports whether any group crosses a fold.
+    time_column : str or None, default=None
+        The column that orders a time-ordered search: distinct on every row as times are, it is not
+        reported as a row identifier (the advice to drop it would drop the order asked for).
 
     Returns
     -------
@@ -51,6 +54,9 @@ def check_before_search(X, y, profile, folds, random_state, mode, groups=None):
         splitter = default_splitter(profile.task, CHECK_FOLDS, random_state, grouped=groups is not None)
         folds = list(splitter.split(X, y, groups))
     report += check(X, y, profile, folds, random_state=random_state, entities=groups is None)
+    if time_column is not None:
+        report = LeakageReport(tuple(f for f in report.findings if not (f.kind == "identifier"
+                                                                        and f.column == time_column)), report.notes)
     high = [f.message for f in report.findings if f.severity == "high"]
     if mode == "raise" and high:
         raise DataValidationError(f"The leak check found {len(high)} high-severity problem(s): "

@@ -213,7 +213,8 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None):
         y_encoded, classes, keep = encode_target(y, len(frame), n_folds)
     if not keep.all():
         frame = frame[keep].reset_index(drop=True)
-        group_codes = None if group_codes is None else group_codes[keep]
+        if group_codes is not None:  # numbered again: a group of dropped rows only is gone
+            group_codes = np.unique(group_codes[keep], return_inverse=True)[1].astype(np.int64)
     dtypes = {str(c): str(t) for c, t in frame.dtypes.items()}
     converted = _convert_frame(frame, kinds, dtypes)
     _check_finite(converted)

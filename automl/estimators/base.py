@@ -174,7 +174,7 @@ class _AutoMLBase(BaseEstimator):
         X_clean, y_enc, folds, metric, seed = setup.X, setup.y, setup.folds, setup.metric, setup.seed
         deadline, final = self._deadlines(started)
         self.leak_report_ = check_before_search(X_clean, y_enc, self.profile_, folds, seed, self.leak_check,
-                                                setup.groups)
+                                                setup.groups, setup.time_column)
         tracker = make_tracker(self.tracking, self.tracking_uri, self.experiment_name)
         versions = {f"{name}_version": v for name, v in package_versions().items()}
         versions["mlflow.runName"] = self._run_name(y)

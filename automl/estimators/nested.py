@@ -29,7 +29,7 @@ from sklearn.utils import check_random_state
 
 from ..data import check_prediction_data, check_training_data
 from ..exceptions import DataRepairWarning, DataValidationError
-from ..search import default_splitter, get_metric, make_folds, resolve_n_jobs, time_order
+from ..search import check_group_counts, default_splitter, get_metric, make_folds, resolve_n_jobs, time_order
 from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
 from ..tracking import make_tracker
 from . import _params as P
@@ -276,6 +276,8 @@ def _outer_splits(estimator, outer_cv, X, y, profile, groups, random_state):
         return make_folds(splitter, X, y, None, estimator._task, order=time_order(X, estimator.time_column, profile))
     splitter = outer_cv
     if isinstance(outer_cv, numbers.Integral):
+        if groups is not None:
+            check_group_counts(groups, y, outer_cv, estimator._task, name="outer_cv")
         splitter = default_splitter(estimator._task, outer_cv, random_state, grouped=groups is not None)
     return list(splitter.split(X, y, groups))
 

@@ -60,7 +60,10 @@ def _validation(model):
 def _n_folds(model):
     if _validation(model) == "holdout":
         return 1
-    return n_splits_of(model.cv)
+    try:
+        return n_splits_of(model.cv)
+    except ValueError:  # a splitter that counts its folds by the groups (LeaveOneGroupOut): the folds run
+        return int(model.leaderboard_["folds"].max())
 
 
 def _data_summary(model):

@@ -42,11 +42,7 @@ def run_description(data):
     opening the report. Drawn from :func:`automl.report.data.report_data`'s ``data``, as the page is.
     """
     search, ensemble, d = data["search"], data["ensemble"], data["data"]
-    on = "a holdout" if search.get("validation") == "holdout" else "CV"
-    if search.get("n_groups"):
-        on += f" that keeps each of {search['n_groups']:,} groups whole"
-    if search.get("time_ordered"):
-        on += " in time order (every validated row later than its training rows)"
+    on = ("a holdout" if search.get("validation") == "holdout" else "CV") + _row_order(search)
     lines = [f"{data['estimator']} on {d['n_samples']:,} rows x {d['n_features']} columns ({d['task']}), "
              f"{search['metric']} on {on}; {_budget(data)}, fit in {search['timings_seconds'].get('total', 0):.0f} s.",
              f"Trials: {search['n_trials']} ({_states(search['states'], data['pruning'].get('n_stopped', 0))})."]
@@ -181,6 +177,15 @@ def _table(rows, columns, text_columns=()):
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _row_order(search):
+    """How the rows were split, beyond shuffled: `` that keeps each of N groups whole`` or `` in time order ...``."""
+    if search.get("n_groups"):
+        return f" that keeps each of {search['n_groups']:,} groups whole"
+    if search.get("time_ordered"):
+        return " in time order (every validated row later than its training rows)"
+    return ""
+
+
 def _card(label, value, note=""):
     return f'<div class="card">{_e(label)}<b>{_e(value)}</b><span class="note">{_e(note)}</span></div>'
 
@@ -189,7 +194,8 @@ def _overview(data):
     search, nested = data["search"], data["nested_cv"]
     holdout = search.get("validation") == "holdout"
     on = "holdout" if holdout else "CV"
-    best_note = f"optimistic: the best of all trials, on the {'holdout rows' if holdout else 'folds'} it was chosen on"
+    best_note = (f"optimistic: the best of all trials, on the {'holdout rows' if holdout else 'folds'} it was chosen on"
+                 f"{_row_order(search)}")
     if search["best_score"] is None:
         best_note = "no trial finished: the model is the fallback (logistic or ridge regression)"
     cards = [

@@ -17,7 +17,7 @@ from .objective import (
 from .run import ProgressLine, SearchResult, load_oof, run_search
 from .scoring import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric, get_metric
 from .setup import SearchSetup, prepare_search
-from .splits import TIME_SPLITS, default_splitter, make_folds, n_splits_of, time_order
+from .splits import TIME_SPLITS, check_group_counts, default_splitter, make_folds, n_splits_of, time_order
 from .shared import SEARCH_ATTR, SharedSearch
 from .study import (
     BUDGET_NOTE, HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, PRUNING_MIN_RESOURCE, check_storage_spelling, count_started,
@@ -30,7 +30,8 @@ from .worker import WorkerResult, run_worker
 __all__ = [
     "BUDGET_NOTE", "CLASSIFICATION_METRICS", "ENQUEUED_ATTRS", "HEARTBEAT_GRACE", "HEARTBEAT_INTERVAL",
     "PRUNING_MIN_RESOURCE", "REGRESSION_METRICS", "SEARCH_ATTR", "TIME_SPLITS", "CVObjective", "Metric", "ProgressLine",
-    "SearchResult", "SearchSetup", "SharedSearch", "WorkerResult", "aligned_proba", "check_storage_spelling",
+    "SearchResult", "SearchSetup", "SharedSearch", "WorkerResult", "aligned_proba", "check_group_counts",
+    "check_storage_spelling",
     "count_started", "default_splitter", "fail_running", "failed_trials_summary", "get_metric", "heartbeat_of",
     "in_memory_copy",
     "is_holdout", "is_prunable", "leaderboard", "load_oof", "load_trial_model", "make_folds", "make_pruner", "make_sampler",

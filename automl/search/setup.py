@@ -133,7 +133,7 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     # not warn of classes rarer than cv folds the search will not use.
     shape = getattr(X, "shape", None)  # not np.shape: an array-like may refuse NumPy's functions
     likely = auto and shape is not None and len(shape) == 2 and _holdout_pays(shape[0], shape[1], time_budget)
-    n_folds = 2 if validation == "holdout" or likely else n_splits_of(cv)
+    n_folds = 2 if validation == "holdout" or likely else n_splits_of(cv, groups)
     checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups)
     (X_clean, y_enc, _, profile), groups = checked[:4], (checked[4] if groups is not None else None)
     holdout = validation == "holdout" or (auto and _holdout_pays(profile.n_samples, profile.n_features, time_budget))

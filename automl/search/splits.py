@@ -42,11 +42,28 @@ def default_splitter(task, n_splits, seed, grouped=False):
     return kind(n_splits=n_splits, shuffle=True, random_state=seed)
 
 
-def n_splits_of(cv):
-    """Folds of ``cv``: an int, ``"time"`` (:data:`TIME_SPLITS`) or a splitter's ``get_n_splits()``."""
+def n_splits_of(cv, groups=None):
+    """Folds of ``cv``: an int, ``"time"`` (:data:`TIME_SPLITS`) or a splitter's ``get_n_splits`` (which needs
+    the groups for ``LeaveOneGroupOut``).
+
+    Raises
+    ------
+    ValueError
+        If the splitter counts its folds by groups and none are given.
+    """
     if isinstance(cv, int):
         return cv
-    return TIME_SPLITS if cv == "time" else cv.get_n_splits()
+    if cv == "time":
+        return TIME_SPLITS
+    try:
+        return cv.get_n_splits(None, None, groups)
+    except ValueError as exc:
+        raise _needs_groups(cv, exc) if groups is None and "groups" in str(exc) else exc
+
+
+def _needs_groups(splitter, exc):
+    return ValueError(f"cv={splitter!r} splits by groups, and none were given: pass fit(X, y, groups=...), a group "
+                      f"label per row ({exc}).")
 
 
 def time_order(X, time_column, profile):
@@ -102,26 +119,67 @@ def make_folds(cv, X, y, seed, task, groups=None, order=None):
     # One splitter, made once: every trial is scored on the same rows, so OOF arrays are comparable.
     splitter = cv
     if isinstance(splitter, int):
-        if groups is not None and groups.max() + 1 < cv:
-            raise DataValidationError(f"groups has {groups.max() + 1} groups, fewer than the cv={cv} folds: "
-                                      f"give cv={max(2, groups.max() + 1)} or fewer.")
+        if groups is not None:
+            check_group_counts(groups, y, cv, task)
         splitter = default_splitter(task, cv, seed, grouped=groups is not None)
     try:
         return list(splitter.split(X, y, groups))
     except ValueError as exc:
         if groups is None and "groups" in str(exc):
-            raise ValueError(f"cv={splitter!r} splits by groups, and none were given: pass fit(X, y, groups=...), "
-                             "a group label per row.") from exc
+            raise _needs_groups(splitter, exc) from exc
         raise
 
 
+def check_group_counts(groups, y, n_splits, task, name="cv"):
+    """Refuse grouped folds that cannot be made, or would leave a class of two out of a fold's validation rows.
+
+    Raises
+    ------
+    DataValidationError
+        If there are fewer groups than ``n_splits``, or, for two classes, a class lies in fewer groups than
+        ``n_splits`` (some folds would validate no row of it: ROC AUC is undefined there, and every trial
+        would fail).
+    """
+    n_groups = int(groups.max()) + 1
+    if n_groups < n_splits:
+        raise DataValidationError(f"groups has {n_groups} groups, fewer than the {name}={n_splits} folds: "
+                                  f"give {name}={max(2, n_groups)} or fewer.")
+    if task == "regression" or int(y.max()) != 1:
+        return
+    for label in (0, 1):
+        held = len(np.unique(groups[y == label]))
+        if held < n_splits:
+            raise DataValidationError(
+                f"Class {label} (in encoded order) lies in {held} group(s) only: with {name}={n_splits} grouped "
+                f"folds some would validate no row of it, and no score could be computed there. Give {name}="
+                f"{max(2, held)} or fewer, or data with that class in more groups.")
+
+
 def _time_folds(splitter, y, order, times):
-    """``splitter``'s folds of the rows in time order, as row indices, no timestamp on both sides."""
+    """``splitter``'s folds of the rows in time order, as row indices, no timestamp on both sides.
+
+    Raises
+    ------
+    ValueError
+        If the splitter needs groups (time order and groups are not combined), or a fold has no row older
+        than its validation rows to train on (a splitter that is not a time split, or too few timestamps).
+    """
+    try:
+        pairs = list(splitter.split(np.empty((len(order), 0)), y[order]))
+    except ValueError as exc:
+        if "groups" in str(exc):
+            raise ValueError(f"cv={splitter!r} splits by groups: time order and groups together are not "
+                             "supported yet.") from exc
+        raise
     folds = []
-    for train, test in splitter.split(np.empty((len(order), 0)), y[order]):
+    for number, (train, test) in enumerate(pairs):
         train, test = order[train], order[test]
         if times is not None:
             train = train[times[train] < times[test].min()]
+        if not len(train):
+            raise ValueError(f"Fold {number} of cv={splitter!r} in time order has no row older than its validation "
+                             "rows to train on: give a time split (cv='time', TimeSeriesSplit), and a time column "
+                             "with more distinct times than folds.")
         folds.append((np.sort(train), np.sort(test)))
     return folds
 
@@ -130,23 +188,38 @@ def holdout_split(X, y, seed, task, share, groups=None, order=None):
     """One (train, test) pair holding out ``share`` of the rows, its rows sorted.
 
     Seeded and stratified for classification; a share of the groups with ``groups``; with ``order``
-    (:func:`time_order`) the newest rows, every row of the first timestamp held out included.
+    (:func:`time_order`) the newest rows, every row of the first timestamp held out included. A class the
+    holdout lacks is moved in (one row, or its whole group), except in time order.
     """
     if order is not None:
-        order, times = order
-        cut = len(order) - max(1, round(share * len(order)))
-        newest = times[order] >= times[order[cut]] if times is not None else np.arange(len(order)) >= cut
-        train, test = order[~newest], order[newest]
+        return [_newest(y, task, share, *order)]
+    if groups is not None:  # a share of the groups, not of the rows
+        splitter = GroupShuffleSplit(n_splits=1, test_size=share, random_state=seed)
     else:
-        if groups is not None:  # a share of the groups, not of the rows
-            splitter = GroupShuffleSplit(n_splits=1, test_size=share, random_state=seed)
-        else:
-            kind = ShuffleSplit if task == "regression" else StratifiedShuffleSplit
-            splitter = kind(n_splits=1, test_size=share, random_state=seed)
-        train, test = next(splitter.split(X, y, groups))
+        kind = ShuffleSplit if task == "regression" else StratifiedShuffleSplit
+        splitter = kind(n_splits=1, test_size=share, random_state=seed)
+    train, test = next(splitter.split(X, y, groups))
     if task != "regression":
         train, test = _every_class_in(train, test, y, groups)
     return [(np.sort(train), np.sort(test))]
+
+
+def _newest(y, task, share, order, times):
+    """A time-ordered holdout: the newest ``share`` of the rows, every row of its first timestamp included.
+
+    No row is moved in for a class it lacks (an older row would put the future in training); for two
+    classes that lack is refused, since a ROC AUC of one class is undefined.
+    """
+    cut = len(order) - max(1, round(share * len(order)))
+    newest = times[order] >= times[order[cut]] if times is not None else np.arange(len(order)) >= cut
+    train, test = order[~newest], order[newest]
+    if not len(train):
+        raise ValueError(f"The newest {share:.0%} of the rows share their time with every other row: no older row "
+                         "is left to train on. Give a time column with more distinct times.")
+    if task != "regression" and int(y.max()) == 1 and len(np.unique(y[test])) < 2:
+        raise DataValidationError(f"The newest {len(test):,} rows (the time-ordered holdout) hold one class only: "
+                                  "no score can be computed on them. Use validation='cv' with cv='time'.")
+    return np.sort(train), np.sort(test)
 
 
 def _every_class_in(train, test, y, groups=None):
