@@ -154,3 +154,46 @@ def test_fast_metrics_equal_sklearn_on_random_cases_with_ties(n_classes, seed):
     }
     for name, value in expected.items():
         assert get_metric(name, n_classes)(y, proba) == pytest.approx(value, rel=1e-9, abs=1e-12), name
+
+
+def _sklearn_weighted(name, y, pred, w):
+    """sklearn.metrics with sample_weight, the reference for every weighted metric."""
+    if name in ("rmse", "mae", "r2"):
+        return {"rmse": lambda: np.sqrt(skm.mean_squared_error(y, pred, sample_weight=w)),
+                "mae": lambda: skm.mean_absolute_error(y, pred, sample_weight=w),
+                "r2": lambda: skm.r2_score(y, pred, sample_weight=w)}[name]()
+    label, binary = pred.argmax(axis=1), pred.shape[1] == 2
+    if name == "roc_auc":
+        if binary:
+            return skm.roc_auc_score(y, pred[:, 1], sample_weight=w)
+        return skm.roc_auc_score(y, pred, multi_class="ovr", sample_weight=w)
+    if name == "log_loss":
+        return skm.log_loss(y, pred, sample_weight=w)
+    if name == "accuracy":
+        return skm.accuracy_score(y, label, sample_weight=w)
+    if name == "balanced_accuracy":
+        return skm.balanced_accuracy_score(y, label, sample_weight=w)
+    return skm.f1_score(y, label, sample_weight=w, average="binary" if binary else "macro")
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIFICATION_METRICS) + ["rmse", "mae", "r2"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_weighted_metrics_match_sklearn_and_weights_of_one_change_nothing(name, n_classes):
+    rng = np.random.default_rng(n_classes)
+    n = 500
+    w = rng.gamma(0.7, 2.0, size=n)  # uneven weights, some near 0
+    if name in ("rmse", "mae", "r2"):
+        y = rng.normal(size=n)
+        pred = y + rng.normal(size=n)
+        pred[:50] = np.round(pred[:50])
+        metric = get_metric(name, n_classes=0)
+    else:
+        y = rng.integers(0, n_classes, size=n)
+        pred = rng.dirichlet(np.ones(n_classes), size=n)
+        pred[:100] = np.round(pred[:100], 1)  # ties among the scores: ROC AUC counts them one half
+        pred /= pred.sum(axis=1, keepdims=True)
+        metric = get_metric(name, n_classes=n_classes)
+    assert metric(y, pred, w) == pytest.approx(_sklearn_weighted(name, y, pred, w), abs=1e-10)
+    assert metric(y, pred, np.ones(n)) == pytest.approx(metric(y, pred), abs=1e-12)
+    assert metric(y, pred, w) != pytest.approx(metric(y, pred), abs=1e-6)  # the weights do count
+    assert metric.signed(y, pred, w) == (1 if metric.greater_is_better else -1) * metric(y, pred, w)
