@@ -30,8 +30,8 @@ from ..exceptions import warn_user
 from ..report import report_artifacts, report_data, run_description, write_model_report
 from ..search import (
     ProgressLine, SharedSearch, check_storage_spelling, count_started, failed_trials_summary, in_memory_copy,
-    leaderboard, load_trial_model, n_splits_of, open_storage, prepare_search, prepare_study, resolve_n_jobs,
-    run_search, threads_per_job,
+    leaderboard, load_trial_model, open_storage, prepare_search, prepare_study, resolve_n_jobs, run_search,
+    threads_per_job,
 )
 from ..space import portfolio, rebuild
 from ..tracking import input_example, make_tracker, package_versions
@@ -313,9 +313,6 @@ class _AutoMLBase(BaseEstimator):
                              "validation='cv' to score on that splitter, or leave cv an int.")
         if self.time_budget is None and self.n_trials is None:
             raise ValueError(f"{type(self).__name__} needs a time_budget or n_trials; both are None.")
-
-    def _n_folds(self):
-        return n_splits_of(self.cv)
 
     def _deadlines(self, started):
         """Wall-clock ends of the fit and of its final fit (the model leak check comes after)."""
