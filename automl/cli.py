@@ -33,6 +33,9 @@ def _add_search_arguments(p):
     p.add_argument("--groups", default=None, metavar="COLUMN",
                    help="column of group labels (a patient, a customer): every fold keeps each group whole; "
                         "the column is not a feature")
+    p.add_argument("--weight", default=None, metavar="COLUMN",
+                   help="column of row weights (a survey weight, an exposure): every model's fit and every score "
+                        "weigh the rows by it; the column is not a feature")
     p.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
                    help=f"default auto: regression for a numeric target with more than {MAX_CLASSES} distinct "
                         "values, else classification (a message says which)")
@@ -114,22 +117,23 @@ def _estimator(args, y, **extra):
 
 
 def _read_training(args):
-    """The features, the target and the groups (None without --groups) of --data."""
+    """The features, the target, the groups and the weights (None without --groups, --weight) of --data."""
     frame = _read_table(args.data)
     if args.target not in frame.columns:
         raise ValueError(f"Target column {args.target!r} is not in {args.data}; columns: {list(frame.columns)}")
-    groups = getattr(args, "groups", None)
-    if groups is not None and (groups not in frame.columns or groups == args.target):
-        raise ValueError(f"--groups {groups!r} must name a column of {args.data} other than the target; "
-                         f"columns: {list(frame.columns)}")
-    time_column = getattr(args, "time_column", None)
+    named = [args.target]
+    for option in ("groups", "weight", "time_column"):
+        column = getattr(args, option, None)
+        if column is not None and (column not in frame.columns or column in named):
+            raise ValueError(f"--{option.replace('_', '-')} {column!r} must name a column of {args.data} other than "
+                             f"the target{', the groups and the weights' if len(named) > 1 else ''}; "
+                             f"columns: {list(frame.columns)}")
+        named.append(column)
+    _, groups, weight, time_column = named
     if time_column is not None:
-        if time_column not in frame.columns or time_column in (args.target, groups):
-            raise ValueError(f"--time-column {time_column!r} must name a column of {args.data} other than the target "
-                             f"and the groups; columns: {list(frame.columns)}")
         frame[time_column] = _as_datetimes(frame[time_column], time_column)  # a CSV holds dates as text
-    return (frame.drop(columns=[c for c in (args.target, groups) if c is not None]), frame[args.target],
-            None if groups is None else frame[groups])
+    return (frame.drop(columns=[c for c in (args.target, groups, weight) if c is not None]), frame[args.target],
+            None if groups is None else frame[groups], None if weight is None else frame[weight])
 
 
 def _as_datetimes(values, name):
@@ -166,15 +170,16 @@ def run_fit(args):
 
     out = Path(args.out)
     refuse_non_empty(out, args.overwrite)  # before the search, not after it
-    X, y, groups = _read_training(args)
-    model = _estimator(args, y, storage=args.storage, study_name=args.study, oof_dir=args.oof_dir).fit(X, y, groups)
+    X, y, groups, weights = _read_training(args)
+    model = _estimator(args, y, storage=args.storage, study_name=args.study, oof_dir=args.oof_dir).fit(
+        X, y, groups, sample_weight=weights)
     model.save(out, overwrite=args.overwrite)
     print(model.leaderboard_.head(10).drop(columns=["params", "note"]).to_string(index=False))
     if model.best_params_:
         on, spread = "CV", f" +/- {model.best_score_std_:.4f}"
         if model.validation_ == "holdout":  # one score per trial: no spread
             on, spread = "holdout", ""
-        print(f"best {on} {model.metric_}: {model.best_score_:.4f}{spread} "
+        print(f"best {on} {model.metric_}{' (weighted)' if model.weighted_ else ''}: {model.best_score_:.4f}{spread} "
               f"(optimistic: best of {len(model.leaderboard_)} trials); saved to {args.out}")
     else:
         print(f"no trial finished in the budget: saved the fallback model to {args.out}; raise --time-budget")
@@ -230,17 +235,18 @@ def run_evaluate(args):
 
     if args.json:  # made now, so that a bad path fails before the compute, not after it
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    X, y, groups = _read_training(args)
+    X, y, groups, weights = _read_training(args)
     estimator = _estimator(args, y, verbose=0)
     report = nested_cv(estimator, X, y, outer_cv=args.outer_cv, n_jobs=args.outer_jobs,
-                       random_state=args.random_state, groups=groups)
+                       random_state=args.random_state, groups=groups, sample_weight=weights)
     print(report.folds.drop(columns=["mlflow_run_id"]).to_string(index=False, float_format="%.4f"))
     print(report.summary.to_string(float_format="%.4f"))
     ensemble, inner = report.summary.loc["ensemble"], report.summary.loc["inner_best"]
     claim = "no trial finished in any outer fold" if np.isnan(inner["mean"]) else (
         f"{inner['mean']:.4f} (its inner CV score, optimistic on average: see optimism_gap per fold)")
     run = f"; MLflow run {report.mlflow_run_id}" if report.mlflow_run_id else ""
-    print(f"nested CV {report.metric}: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f} (standard error) "
+    weighted = " (weighted)" if weights is not None else ""
+    print(f"nested CV {report.metric}{weighted}: {ensemble['mean']:.4f} +/- {ensemble['sem']:.4f} (standard error) "
           f"vs the search's own best {claim}{run}")
     if (report.folds["n_complete"] == 0).any():
         logger.warning("In %d outer fold(s) no trial finished: there the model was the fallback (logistic or "
@@ -248,7 +254,7 @@ def run_evaluate(args):
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_dict(), indent=1))
     if args.report:
-        model = estimator.set_params(verbose=1).fit(X, y, groups)
+        model = estimator.set_params(verbose=1).fit(X, y, groups, sample_weight=weights)
         print(f"report: {model.report(args.report, nested_cv=report)}")
 
 
@@ -263,6 +269,7 @@ def add_worker_parser(subparsers):
     p.add_argument("--data", required=True, help="the CSV or Parquet file the fit was given")
     p.add_argument("--target", default=None, help="target column (default: the one the fit published)")
     p.add_argument("--groups", default=None, metavar="COLUMN", help="the fit's --groups column, if it had one")
+    p.add_argument("--weight", default=None, metavar="COLUMN", help="the fit's --weight column, if it had one")
     p.add_argument("--time-budget", type=_budget, default=None,
                    help="wall seconds this worker works at most (default: until the search ends)")
     p.add_argument("--n-jobs", type=_n_jobs, default=1,
@@ -295,10 +302,10 @@ def run_worker(args):
     if target is None:
         raise ValueError(f"The fit of study {args.study!r} did not name its target column: pass --target.")
     args.target = target
-    X, y, groups = _read_training(args)
+    X, y, groups, weights = _read_training(args)
     result = join_search(X, y, storage=storage, study_name=args.study, time_budget=args.time_budget,
                          n_jobs=args.n_jobs, oof_dir=args.oof_dir, tracking_uri=args.tracking_uri, wait=args.wait,
-                         groups=groups)
+                         groups=groups, sample_weight=weights)
     print(result.line())
     return 1 if result.died else 0
 

@@ -51,8 +51,9 @@ def test_the_groups_follow_the_rows_a_rare_class_drops():
     y = ["x"] * 6 + ["y"] * 5 + ["z"]  # "z", seen once, is dropped with its row
     groups = [f"g{i // 2}" for i in range(12)]
     with pytest.warns(DataRepairWarning, match="seen once"):
-        X_clean, y_enc, classes, _, kept = check_training_data(X, y, n_folds=2, groups=groups)
+        X_clean, y_enc, classes, _, kept, no_weights = check_training_data(X, y, n_folds=2, groups=groups)
     assert len(X_clean) == len(kept) == 11 and classes.tolist() == ["x", "y"]
+    assert no_weights is None
     assert kept.tolist() == [i // 2 for i in range(11)]
 
 

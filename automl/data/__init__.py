@@ -2,7 +2,7 @@
 
 ``check_training_data`` is the first stage of every fit and of every joining worker;
 ``check_prediction_data`` holds new rows to the training schema. The target's own checks (labels,
-rare classes, numbers) are in :mod:`automl.data.target`; the rows' groups in :mod:`automl.data.groups`;
+rare classes, numbers) are in :mod:`automl.data.target`; the rows' groups in :mod:`automl.data.groups`; their weights in :mod:`automl.data.weights`;
 the columns that name the row, which the
 leak check also looks for, in :mod:`automl.data.identifiers`; the frame held once by the fit and its
 worker processes, in :mod:`automl.data.memory`.
@@ -13,10 +13,11 @@ from .identifiers import IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT, ide
 from .memory import memory_mapped
 from .target import MAX_DROPPED_SHARE, class_counts_of, encode_target, regression_target, training_classes, widen_proba
 from .validation import DatasetProfile, check_prediction_data, check_training_data
+from .weights import check_sample_weight
 
 __all__ = [
     "DatasetProfile", "IDENTIFIER_DISTINCT_RATIO", "IDENTIFIER_MIN_DISTINCT", "MAX_DROPPED_SHARE",
-    "check_groups", "check_prediction_data", "check_training_data", "class_counts_of", "encode_target",
+    "check_groups", "check_prediction_data", "check_sample_weight", "check_training_data", "class_counts_of", "encode_target",
     "groups_across", "regression_target",
     "identifier_distinct_count", "memory_mapped", "training_classes", "widen_proba",
 ]

@@ -40,6 +40,7 @@ from scipy import sparse
 from ..exceptions import DataRepairWarning, DataValidationError, warn_user
 from ..exceptions import listing as _listing
 from .groups import check_groups
+from .weights import check_sample_weight, kept_weights
 from .identifiers import _find_identifiers
 from .target import encode_target, regression_target
 
@@ -148,7 +149,7 @@ class DatasetProfile:
         return np.float32 if self.numeric_columns and single else np.float64
 
 
-def check_training_data(X, y, *, n_folds, task="classification", groups=None):
+def check_training_data(X, y, *, n_folds, task="classification", groups=None, sample_weight=None):
     """Validate X and y for training, convert X to model-ready columns and encode y.
 
     Parameters
@@ -163,8 +164,9 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None):
         Regression: y must be numbers (:func:`automl.data.target.regression_target`), returned as float64
         with an empty ``classes``.
     groups : array-like of shape (n_samples,) or None, default=None
-        A group label per row (:func:`automl.data.groups.check_groups`); when given, the group codes of the
-        rows kept are returned too.
+        A group label per row (:func:`automl.data.groups.check_groups`).
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        A weight per row (:func:`automl.data.weights.check_sample_weight`).
 
     Returns
     -------
@@ -177,13 +179,18 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None):
         The original labels, sorted; ``classes[y_encoded]`` gives back y. Empty for regression.
     profile : DatasetProfile
         Description of the data for the later stages.
-    groups_kept : ndarray of int64 of shape (n_samples,)
-        Only when ``groups`` is given: the group code of each row kept, in the order of ``X_clean``.
+    groups_kept : ndarray of int64 of shape (n_samples,) or None
+        Only when ``groups`` or ``sample_weight`` is given (None for the one not given): the group code of
+        each row kept, in the order of ``X_clean``.
+    weights_kept : ndarray of float64 of shape (n_samples,) or None
+        Only when ``groups`` or ``sample_weight`` is given: the weight of each row kept, rescaled to a
+        mean of 1 (:func:`automl.data.weights.kept_weights`).
 
     Raises
     ------
     DataValidationError
-        If ``groups`` is unusable (:func:`automl.data.groups.check_groups`); if X is empty, sparse,
+        If ``groups`` or ``sample_weight`` is unusable (:func:`automl.data.groups.check_groups`,
+        :func:`automl.data.weights.check_sample_weight`); if X is empty, sparse,
         not 2-D, has duplicate column names, infinite values or only dropped
         columns; if y is None, not 1-D, continuous, has missing labels, a length different from X, a
         single class, or a class with fewer than ``n_folds`` members.
@@ -205,6 +212,7 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None):
     """
     frame = _to_frame(X)
     group_codes = None if groups is None else check_groups(groups, len(frame))
+    weights = None if sample_weight is None else check_sample_weight(sample_weight, len(frame))
     kinds = {column: _infer_kind(frame[column]) for column in frame.columns}
     if task == "regression":
         y_encoded, classes = regression_target(y, len(frame), n_folds), np.array([])
@@ -215,6 +223,7 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None):
         frame = frame[keep].reset_index(drop=True)
         if group_codes is not None:  # numbered again: a group of dropped rows only is gone
             group_codes = np.unique(group_codes[keep], return_inverse=True)[1].astype(np.int64)
+    weights = None if weights is None else kept_weights(weights, keep)
     dtypes = {str(c): str(t) for c, t in frame.dtypes.items()}
     converted = _convert_frame(frame, kinds, dtypes)
     _check_finite(converted)
@@ -235,8 +244,8 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None):
     profile = dataclasses.replace(profile, dtypes=dtypes)
     if task == "regression":
         profile = dataclasses.replace(profile, task="regression", target_stats=_target_stats(y_encoded))
-    if groups is not None:
-        return X_clean, y_encoded, classes, profile, group_codes
+    if groups is not None or sample_weight is not None:
+        return X_clean, y_encoded, classes, profile, group_codes, weights
     return X_clean, y_encoded, classes, profile
 
 

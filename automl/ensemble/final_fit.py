@@ -8,6 +8,7 @@ finished, :func:`fit_fallback` gives the fit a model all the same.
 
 import logging
 import warnings
+from functools import partial
 
 import numpy as np
 
@@ -20,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_state, ensemble_size,
-                   final_fit, n_jobs):
+                   final_fit, n_jobs, sample_weight=None):
     """The ensemble stage of ``fit``: select members on the OOF predictions, trim to time, fit.
 
     Parameters
@@ -42,6 +43,9 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
         fits end in it (:func:`members_in_time`). None: no limit.
     random_state, ensemble_size, final_fit, n_jobs
         As for ``AutoClassifier``.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights: ensemble selection's metric weighs the hillclimb rows by them, and every member
+        is fitted with them.
 
     Returns
     -------
@@ -52,8 +56,8 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     scores : tuple of (float, float)
         Pooled-OOF score of the kept ensemble and of the best single trial (the hillclimb set).
     """
-    hillclimb_y = y[scored_rows(folds)]
-    selection, chosen = select_members(result, hillclimb_y, metric, ensemble_size, random_state)
+    hillclimb_y, hillclimb_w = _hillclimb_set(y, folds, sample_weight)
+    selection, chosen = select_members(result, hillclimb_y, metric, ensemble_size, random_state, hillclimb_w)
     trials = {t.number: t for t in result.study.get_trials(deepcopy=False)}
     if seconds_left is not None and not is_holdout(folds):  # a holdout's members are fitted already
         costs = final_fit_costs(result, chosen, final_fit, len(folds))
@@ -62,7 +66,8 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
     kind = WeightedEnsembleRegressor if metric.task == "regression" else WeightedEnsembleClassifier
     ensemble = kind(estimators=members, weights=list(chosen.values()), final_fit=final_fit, cv=folds, n_jobs=n_jobs)
     # Scored on the members kept, which the time budget may have trimmed.
-    kept = metric(hillclimb_y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())))
+    kept = metric(hillclimb_y, weighted_average([result.oof[n] for n in chosen], list(chosen.values())),
+                  sample_weight=hillclimb_w)
     best_single = selection.best_single_score_ * (1 if metric.greater_is_better else -1)
     with warnings.catch_warnings():
         # Each member's configuration was fitted in its trial, where its convergence warnings were left
@@ -70,33 +75,41 @@ def build_ensemble(result, X, y, folds, metric, build, *, seconds_left, random_s
         # Set here, in the calling thread: joblib's threads read the same filters, catch_warnings is not
         # thread-safe.
         warnings.simplefilter("ignore")
-        return ensemble.fit(X, y), chosen, (kept, best_single)
+        return ensemble.fit(X, y, sample_weight=sample_weight), chosen, (kept, best_single)
 
 
-def beats_constant(score, y, folds, metric):
+def _hillclimb_set(y, folds, sample_weight):
+    """The target and the weights (None: unweighted) of the rows the OOF arrays hold."""
+    rows = scored_rows(folds)
+    return y[rows], None if sample_weight is None else sample_weight[rows]
+
+
+def beats_constant(score, y, folds, metric, sample_weight=None):
     """Whether ``score`` on the hillclimb set beats a constant prediction there.
 
     The constant is the training part's class prior (or mean, for regression) of the first fold,
     scored on the rows the folds score (:func:`automl.search.scored_rows`): ROC AUC 0.5, the prior's
-    log loss, the mean's RMSE.
+    log loss, the mean's RMSE; all of them weighted when ``sample_weight`` is given.
     """
     rows, train = scored_rows(folds), np.asarray(folds[0][0])
+    train_w = np.ones(len(train)) if sample_weight is None else sample_weight[train]
     if metric.task == "regression":
-        constant = np.full(len(rows), float(np.mean(y[train])))
+        constant = np.full(len(rows), float(np.average(y[train], weights=train_w)))
     else:
-        prior = np.bincount(y[train], minlength=int(y.max()) + 1) / len(train)
+        prior = np.bincount(y[train], weights=train_w, minlength=int(y.max()) + 1) / train_w.sum()
         constant = np.tile(prior, (len(rows), 1))
-    baseline = metric(y[rows], constant)
+    baseline = metric(y[rows], constant, sample_weight=None if sample_weight is None else sample_weight[rows])
     return score > baseline if metric.greater_is_better else score < baseline
 
 
-def select_members(result, y, metric, ensemble_size, random_state):
+def select_members(result, y, metric, ensemble_size, random_state, sample_weight=None):
     """Ensemble selection (Caruana et al., ICML 2004) on the complete trials' OOF predictions.
 
     The answer is kept in ``result.selection`` and given again while the trials and arguments are the
     same: selection costs seconds on large data, and the top-up's estimate asks it first.
 
-    ``y`` is the target of the rows the OOF arrays hold (:func:`automl.search.scored_rows`).
+    ``y`` is the target of the rows the OOF arrays hold (:func:`automl.search.scored_rows`), and
+    ``sample_weight`` their weights (the metric weighs them), or None.
 
     Returns
     -------
@@ -106,11 +119,12 @@ def select_members(result, y, metric, ensemble_size, random_state):
         Weight by trial number, of the trials with positive weight.
     """
     numbers = sorted(result.oof)
-    key = (tuple(numbers), metric.name, ensemble_size, random_state)
+    key = (tuple(numbers), metric.name, ensemble_size, random_state, sample_weight is None)
     if result.selection is not None and result.selection[0] == key:
         return result.selection[1], dict(result.selection[2])
     selection = EnsembleSelection(ensemble_size=ensemble_size, random_state=random_state)
-    selection.fit([result.oof[n] for n in numbers], y, metric.signed)
+    score = metric.signed if sample_weight is None else partial(metric.signed, sample_weight=sample_weight)
+    selection.fit([result.oof[n] for n in numbers], y, score)
     chosen = {n: float(w) for n, w in zip(numbers, selection.weights_) if w > 0}
     result.selection = (key, selection, chosen)
     return selection, dict(chosen)
@@ -135,7 +149,8 @@ def final_fit_costs(result, chosen, final_fit, n_folds):
     return {n: trials[n].duration.total_seconds() * share for n in chosen}
 
 
-def final_fit_seconds(result, y, folds, metric, *, ensemble_size, final_fit, n_jobs, random_state):
+def final_fit_seconds(result, y, folds, metric, *, ensemble_size, final_fit, n_jobs, random_state,
+                      sample_weight=None):
     """Estimated wall seconds of the final fit of the ensemble the search so far would give.
 
     Ensemble selection is run on ``result`` as :func:`build_ensemble` runs it, and the chosen members'
@@ -146,7 +161,8 @@ def final_fit_seconds(result, y, folds, metric, *, ensemble_size, final_fit, n_j
     -------
     seconds : float
     """
-    _, chosen = select_members(result, y[scored_rows(folds)], metric, ensemble_size, random_state)
+    hillclimb_y, hillclimb_w = _hillclimb_set(y, folds, sample_weight)
+    _, chosen = select_members(result, hillclimb_y, metric, ensemble_size, random_state, hillclimb_w)
     return schedule_seconds(list(final_fit_costs(result, chosen, final_fit, len(folds)).values()), n_jobs)
 
 
@@ -201,14 +217,15 @@ def members_in_time(chosen, costs, seconds_left, n_jobs=1):
     return {n: w / total for n, w in sorted(kept.items())}
 
 
-def fit_fallback(X, y, profile, seed, seconds_left=None):
+def fit_fallback(X, y, profile, seed, seconds_left=None, sample_weight=None):
     """A cheap, safe model for a search in which no trial finished, so fit still returns something.
 
     The portfolio's logistic regression, or ridge regression for a regression profile
     (:func:`automl.space.default_pipeline`), as an ensemble of one; a dummy predicting the class
     prior or the mean if even that fails, or at once when ``seconds_left`` (the final stage's time) is
     already spent; None if both fail. The linear model's own fit is not bounded: on data so large that
-    it overruns, the trials overran first.
+    it overruns, the trials overran first. ``sample_weight`` of shape (n_samples,) weighs the rows of
+    either fit.
     """
     from sklearn.dummy import DummyClassifier, DummyRegressor
 
@@ -227,7 +244,7 @@ def fit_fallback(X, y, profile, seed, seconds_left=None):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return kind(estimators=[member], weights=[1.0]).fit(X, y)
+                return kind(estimators=[member], weights=[1.0]).fit(X, y, sample_weight=sample_weight)
         except Exception as exc:
             logger.warning("Fallback model %s failed: %s", type(member).__name__, exc)
     return None

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, v
 from threadpoolctl import threadpool_limits
 
 from ..search import threads_per_job
+from ..space import weight_params
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class _WeightedEnsemble(BaseEstimator):
         self.cv = cv
         self.n_jobs = n_jobs
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the members with positive weight.
 
         Parameters
@@ -42,6 +43,9 @@ class _WeightedEnsemble(BaseEstimator):
         y : array-like of shape (n_samples,)
             Integer-encoded class labels ``0 .. n_classes - 1`` (classifier), or the target values
             (regressor).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights, given to each member's model (a pipeline's last step,
+            :func:`automl.space.weight_params`); a bagged member's fold models get their rows' weights.
 
         Returns
         -------
@@ -54,13 +58,17 @@ class _WeightedEnsemble(BaseEstimator):
             If a parameter is invalid (weights negative, all zero or of the wrong length; unknown
             ``final_fit``; missing or malformed ``cv`` for bagging) or y is not integer-encoded (classifier)
             or finite (regressor).
+        TypeError
+            If ``sample_weight`` is given and a member's model takes none.
         """
         kept, weights = self._check_weights()
         folds = self._check_cv()
         # skip_check_array: the members' pipelines must receive X as given (DataFrame, mixed dtypes).
         X, y = validate_data(self, X, y, skip_check_array=True)
         y = self._check_target(y)
-        check_consistent_length(X, y)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        check_consistent_length(X, y, sample_weight)
         members = [self.estimators[i] for i in kept]
         rows = [None] if self.final_fit == "refit" else [train for train, _ in folds]
         # Each thread's fit may start its own OpenMP/BLAS pool: share the cores out between the
@@ -71,7 +79,8 @@ class _WeightedEnsemble(BaseEstimator):
         threads = threads_per_job(n_threads)
         with threadpool_limits(limits=threads):
             fitted = Parallel(n_jobs=n_threads, prefer="threads")(
-                delayed(_fit_member)(member, X, y, train, threads) for member in members for train in rows
+                delayed(_fit_member)(member, X, y, train, threads, sample_weight) for member in members
+                for train in rows
             )
         if self.final_fit == "refit":
             self.estimators_ = fitted
@@ -343,14 +352,16 @@ def _take_rows(X, indices):
     return np.asarray(X)[indices] if isinstance(X, list) else X[indices]
 
 
-def _fit_member(member, X, y, rows=None, threads=None):
-    """A fitted clone of ``member``, on all rows or on the given row indices, on at most ``threads`` threads."""
+def _fit_member(member, X, y, rows=None, threads=None, sample_weight=None):
+    """A fitted clone of ``member``, on all rows or on the given row indices, on at most ``threads`` threads,
+    weighted when ``sample_weight`` is given."""
     # OpenMP's thread count is a per-thread setting: the limit of the thread that started the
     # Parallel does not reach joblib's threads, and two HistGradientBoosting fits each spinning
     # an OpenMP team on all cores took 4-5x their time (segment: 3.6 s for a 0.7 s refit).
     with threadpool_limits(limits=threads):
         if rows is None:
-            return clone(member).fit(X, y)
-        return clone(member).fit(_take_rows(X, rows), y[rows])
+            return clone(member).fit(X, y, **weight_params(member, sample_weight))
+        weights = None if sample_weight is None else sample_weight[rows]
+        return clone(member).fit(_take_rows(X, rows), y[rows], **weight_params(member, weights))
 
 

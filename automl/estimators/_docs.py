@@ -124,6 +124,9 @@ ATTRIBUTES_DOC = """
         Groups ``fit`` was given (after rows validation dropped), None without ``groups``.
     time_ordered_ : bool
         Whether the folds (or the holdout) were in time order (``cv="time"`` or ``time_column``).
+    weighted_ : bool
+        Whether ``fit`` was given ``sample_weight``: then every score above (``best_score_``, the
+        leaderboard, ``ensemble_score_``) is the metric weighted by it.
     validation_ : {"cv", "holdout"}
         How the trials were scored (``validation``, "auto" resolved). With "holdout", ``mean`` in the
         leaderboard is the holdout score at the rows the trial reached, ``folds`` is 1 and ``std`` NaN,

@@ -130,7 +130,7 @@ class _AutoMLBase(BaseEstimator):
         self.verbose = verbose
         self.leak_check = leak_check
 
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Search pipelines on ``X, y``, select an ensemble from their OOF predictions, fit it.
 
         Parameters
@@ -146,6 +146,13 @@ class _AutoMLBase(BaseEstimator):
             scikit-learn's ``GroupKFold`` does: an int ``cv`` becomes ``StratifiedGroupKFold``
             (``GroupKFold`` for regression), shuffled with the seed; a splitter given as ``cv`` is
             called as ``split(X, y, groups)``. The leak report says whether any group crosses a fold.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            How much each row counts (a survey weight, an exposure, a cost), as scikit-learn's
+            ``sample_weight``: rescaled to a mean of 1, it weighs every model's fit (the pipeline's model
+            step; preprocessing is unweighted), every fold's score, ensemble selection's metric, the
+            final fit and the fallback. Families whose model takes no weights (k-nearest neighbours)
+            are left out, and refused when named in ``include``. The leak check and the model check
+            stay unweighted.
 
         Returns
         -------
@@ -157,7 +164,10 @@ class _AutoMLBase(BaseEstimator):
             For an invalid parameter (the message names it) or unusable data
             (:class:`~automl.exceptions.DataValidationError`, naming the column or problem): among
             them ``groups`` of another length than ``y``, with a missing label, or with fewer groups
-            than an int ``cv`` has folds, and a ``cv`` splitter that needs groups when none are given.
+            than an int ``cv`` has folds, a ``cv`` splitter that needs groups when none are given, and
+            ``sample_weight`` of another length, with a missing, infinite, negative or non-numeric value,
+            all 0, or all 0 on a fold's training or validation rows; ``include`` naming a family that
+            takes no weights in a weighted fit.
         NoSuccessfulTrialsError
             If every trial failed and the fallback model could not be fit either.
         """
@@ -165,7 +175,7 @@ class _AutoMLBase(BaseEstimator):
         # Everything the fit leaves in the folder (the frame the workers map, the journal, OOF files, a
         # holdout search's models) is read before it goes.
         with tempfile.TemporaryDirectory(prefix="automl-") as workdir:
-            setup = self._prepare(X, y, workdir, groups)
+            setup = self._prepare(X, y, workdir, groups, sample_weight)
             self._fit_prepared(setup, X, y, workdir, started)
         return self
 
@@ -205,11 +215,11 @@ class _AutoMLBase(BaseEstimator):
             for line in run_description(report or report_data(self)).split("\n\n"):
                 print(f"[automl] {line}", file=sys.stderr)
 
-    def _prepare(self, X, y, workdir, groups=None):
+    def _prepare(self, X, y, workdir, groups=None, sample_weight=None):
         """Check the parameters, prepare the search (:func:`automl.search.prepare_search`), set what it learnt.
 
         Sets ``profile_``, the target attributes, ``random_state_``, ``n_jobs_``, ``components_``, ``search_key_``,
-        ``n_groups_`` (None without groups).
+        ``n_groups_`` (None without groups), ``weighted_``.
         The validated frame, the target and the folds are then read from a file in ``workdir`` that the
         search's workers map too (:func:`automl.data.memory_mapped`): one copy for all of them.
 
@@ -221,15 +231,16 @@ class _AutoMLBase(BaseEstimator):
         self.n_jobs_ = resolve_n_jobs(self.n_jobs)
         setup = prepare_search(X, y, task=self._task, metric=self.metric, cv=self.cv, random_state=self.random_state,
                                include=self.include, components=self.components, validation=self.validation,
-                               time_budget=self.time_budget, groups=groups, time_column=self.time_column)
+                               time_budget=self.time_budget, groups=groups, time_column=self.time_column,
+                               sample_weight=sample_weight)
         self.profile_, self.components_, self.random_state_ = setup.profile, setup.specs, setup.seed
         self.n_groups_ = None if setup.groups is None else int(setup.groups.max()) + 1
-        self.time_ordered_ = setup.time_ordered
+        self.time_ordered_, self.weighted_ = setup.time_ordered, setup.sample_weight is not None
         self.search_key_, self.validation_ = setup.search_key, setup.validation
         self._set_target(y)
         self._set_input_features(X)
-        X_held, y_held, folds = memory_mapped(workdir, setup.X, setup.y, setup.folds)
-        return setup._replace(X=X_held, y=y_held, folds=folds)
+        X_held, y_held, folds, weights = memory_mapped(workdir, setup.X, setup.y, setup.folds, setup.sample_weight)
+        return setup._replace(X=X_held, y=y_held, folds=folds, sample_weight=weights)
 
     def _check_model(self, X, y, folds, metric, seed, deadline):
         """Model-level leak check on the best single pipeline (one refit per fold, not per member)."""
@@ -423,7 +434,8 @@ class _AutoMLBase(BaseEstimator):
             return None
         started = time.time()
         need = final_fit_seconds(result, setup.y, setup.folds, setup.metric, ensemble_size=self.ensemble_size,
-                                 final_fit=self.final_fit, n_jobs=self.n_jobs_, random_state=setup.seed)
+                                 final_fit=self.final_fit, n_jobs=self.n_jobs_, random_state=setup.seed,
+                                 sample_weight=setup.sample_weight)
         # Selecting again after the top-up, on more trials, takes about as long again.
         need = TOP_UP_SAFETY * need + 2 * (time.time() - started)
         busy = min(grace, TOP_UP_BUSY * _longest_trial(result))
@@ -472,8 +484,9 @@ class _AutoMLBase(BaseEstimator):
             final_fit, build = "refit", partial(_trial_member, result.oof_dir)
         fitted = build_ensemble(result, setup.X, setup.y, setup.folds, setup.metric, build, seconds_left=left,
                                 random_state=setup.seed, ensemble_size=self.ensemble_size, final_fit=final_fit,
-                                n_jobs=self.n_jobs_)
-        if setup.validation == "holdout" and not beats_constant(fitted[2][0], setup.y, setup.folds, setup.metric):
+                                n_jobs=self.n_jobs_, sample_weight=setup.sample_weight)
+        if setup.validation == "holdout" and not beats_constant(fitted[2][0], setup.y, setup.folds, setup.metric,
+                                                                setup.sample_weight):
             # Its candidates may be models stopped on a few thousand rows; one that diverged (kddcup99's rare
             # classes) scored worse than the class prior on the holdout, and was kept with no word.
             warn_user("The best ensemble of this holdout search scores worse than a constant prediction on the "
@@ -494,7 +507,8 @@ class _AutoMLBase(BaseEstimator):
             if self.profile_.task != "regression":
                 rows = np.union1d(rows, np.unique(setup.y, return_index=True)[1])
             rows = np.sort(rows)
-        return fit_fallback(setup.X.iloc[rows], setup.y[rows], self.profile_, setup.seed, left)
+        weights = None if setup.sample_weight is None else setup.sample_weight[rows]
+        return fit_fallback(setup.X.iloc[rows], setup.y[rows], self.profile_, setup.seed, left, weights)
 
     def _set_results(self, result, weights, hillclimb, metric, ensemble_started):
         self.study_ = result.study
@@ -534,6 +548,7 @@ class _AutoMLBase(BaseEstimator):
             "validation": self.validation_, "random_state": seed, "n_jobs": self.n_jobs_, "sampler": self.sampler,
             "pruning": self._pruning(), "ensemble_size": self.ensemble_size, "final_fit": self.final_fit,
             "n_groups": self.n_groups_, "time_ordered": self.time_ordered_, "time_column": self.time_column,
+            "weighted": self.weighted_,
         }
 
     def _run_metrics(self):

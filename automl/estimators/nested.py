@@ -30,7 +30,7 @@ from sklearn.utils import check_random_state
 from ..data import check_prediction_data, check_training_data
 from ..exceptions import DataRepairWarning, DataValidationError
 from ..search import check_group_counts, default_splitter, get_metric, make_folds, resolve_n_jobs, time_order
-from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild
+from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild, weight_params
 from ..tracking import make_tracker
 from . import _params as P
 from .base import _AutoMLBase
@@ -118,7 +118,7 @@ def _refuse_rare_classes(classes, counts, n_folds, outer_cv):
             "these classes.")
 
 
-def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, groups=None):
+def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, groups=None, sample_weight=None):
     """Estimate what an AutoML fit delivers, with the whole fit nested inside outer CV folds.
 
     For each outer split, a clone of ``estimator`` is fit (search, ensemble selection and final fit)
@@ -154,6 +154,10 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
     groups : array-like of shape (n_samples,) or None, default=None
         A group label per row: the outer folds keep each group on one side, and each inner fit is given
         its rows' groups (``fit(X, y, groups)``), so that the estimate is of groups never seen.
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        A weight per row: each inner fit is given its rows' weights (``fit(X, y, sample_weight=...)``),
+        the baselines are fitted with them, and every outer score is the metric weighted by the test
+        rows' weights.
 
     Returns
     -------
@@ -223,12 +227,13 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
         with warnings.catch_warnings():
             # Rare classes are refused just below, in terms of outer_cv, rather than warned about.
             warnings.filterwarnings("ignore", message=".*fewer members than n_folds", category=DataRepairWarning)
-            checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups)
+            checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups, sample_weight=sample_weight)
     except DataValidationError as exc:
         # The check speaks of `cv`; here the folds it counted are the outer ones.
         message = str(exc).replace("lower cv", "lower outer_cv")
         raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
-    (X_all, y_all, classes, profile), codes = checked[:4], (checked[4] if groups is not None else None)
+    (X_all, y_all, classes, profile), codes = checked[:4], (checked[4] if len(checked) > 4 else None)
+    weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if task == "classification":
         _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
     splits = _outer_splits(estimator, outer_cv, X_all, y_all, profile, codes, random_state)
@@ -239,7 +244,7 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
     seeds = _fold_seeds(estimator.random_state, len(splits), random_state)
     rows = Parallel(n_jobs=n_jobs)(
         delayed(_outer_fold)(clone(inner).set_params(random_state=seed), X, y, train, test,
-                             y_all[test], classes, number, None if codes is None else codes[train])
+                             y_all[test], classes, number, None if codes is None else codes[train], weights)
         for number, ((train, test), seed) in enumerate(zip(splits, seeds))
     )
     folds = pd.DataFrame(rows)
@@ -248,7 +253,8 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
     report = NestedCVReport(folds=folds, summary=_summarize(folds), metric=metric.name,
                             greater_is_better=metric.greater_is_better)
     report.mlflow_run_id = _log_to_mlflow(estimator, report, {"outer_cv": outer_cv, "n_jobs": n_jobs,
-                                                              "random_state": random_state})
+                                                              "random_state": random_state,
+                                                              "weighted": sample_weight is not None})
     return report
 
 
@@ -311,11 +317,13 @@ def _fold_seeds(estimator_seed, n_folds, random_state):
     return check_random_state(random_state).randint(0, 2**31 - 1, size=n_folds).tolist()
 
 
-def _outer_fold(estimator, X, y, train, test, y_test, classes, number, groups=None):
-    """Fit ``estimator`` on the training rows, score it, its best trial and the baselines on the test rows."""
+def _outer_fold(estimator, X, y, train, test, y_test, classes, number, groups=None, weights=None):
+    """Fit ``estimator`` on the training rows, score it, its best trial and the baselines on the test rows
+    (all weighted when ``weights``, of shape (n_samples,), are given)."""
     X_train, y_train, X_test = _take(X, train), _take(y, train), _take(X, test)
+    w_train, w_test = (None, None) if weights is None else (weights[train], weights[test])
     started = time.perf_counter()
-    fitted = estimator.fit(X_train, y_train) if groups is None else estimator.fit(X_train, y_train, groups=groups)
+    fitted = estimator.fit(X_train, y_train, groups=groups, sample_weight=w_train)
     seconds = time.perf_counter() - started
     metric = get_metric(fitted.metric_, len(classes))
     seed = fitted.random_state_
@@ -324,12 +332,14 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number, groups=No
         # The inner fit has already warned about the same repairs (dropped columns); levels unseen by
         # an outer fold's training rows are what an outer test fold is expected to hold.
         warnings.simplefilter("ignore", DataRepairWarning)
-        X_tr, y_tr, classes_tr, profile = check_training_data(X_train, y_train, n_folds=1, task=fitted._task)
+        checked = check_training_data(X_train, y_train, n_folds=1, task=fitted._task, sample_weight=w_train)
+        (X_tr, y_tr, classes_tr, profile), w_tr = checked[:4], (checked[5] if len(checked) > 4 else None)
         X_te = check_prediction_data(X_test, profile)
         if regression:
-            scores = {"ensemble": metric(y_test, fitted.predict(X_test))}
+            scores = {"ensemble": metric(y_test, fitted.predict(X_test), sample_weight=w_test)}
         else:
-            scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes))}
+            scores = {"ensemble": metric(y_test, _align(fitted.predict_proba(X_test), fitted.classes_, classes),
+                                         sample_weight=w_test)}
     if regression:
         models = {"dummy": DummyRegressor(), "ridge": default_pipeline("ridge", profile, seed)}
     else:
@@ -338,11 +348,12 @@ def _outer_fold(estimator, X, y, train, test, y_test, classes, number, groups=No
     for name, model in models.items():
         scores[name] = np.nan
         if model is not None:
-            model.fit(X_tr, y_tr)
+            model.fit(X_tr, y_tr, **weight_params(model, w_tr))
             if regression:
-                scores[name] = metric(y_test, model.predict(X_te))
+                scores[name] = metric(y_test, model.predict(X_te), sample_weight=w_test)
             else:
-                scores[name] = metric(y_test, _align(model.predict_proba(X_te), classes_tr[model.classes_], classes))
+                scores[name] = metric(y_test, _align(model.predict_proba(X_te), classes_tr[model.classes_], classes),
+                                      sample_weight=w_test)
     sign = 1.0 if metric.greater_is_better else -1.0
     board = fitted.leaderboard_
     return {

@@ -92,7 +92,7 @@ def _search_summary(model, board):
     return {
         "metric": model.metric_, "greater_is_better": model.study_.direction.name == "MAXIMIZE",
         "validation": _validation(model), "n_groups": getattr(model, "n_groups_", None),
-        "time_ordered": getattr(model, "time_ordered_", False),
+        "time_ordered": getattr(model, "time_ordered_", False), "weighted": getattr(model, "weighted_", False),
         "n_trials": len(board), "states": {s: int(n) for s, n in states.items()},
         "n_trials_killed": model.n_trials_killed_, "best_score": model.best_score_,
         "best_score_std": model.best_score_std_, "best_params": model.best_params_,

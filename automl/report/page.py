@@ -44,7 +44,7 @@ def run_description(data):
     search, ensemble, d = data["search"], data["ensemble"], data["data"]
     on = ("a holdout" if search.get("validation") == "holdout" else "CV") + _row_order(search)
     lines = [f"{data['estimator']} on {d['n_samples']:,} rows x {d['n_features']} columns ({d['task']}), "
-             f"{search['metric']} on {on}; {_budget(data)}, fit in {search['timings_seconds'].get('total', 0):.0f} s.",
+             f"{_metric(search)} on {on}; {_budget(data)}, fit in {search['timings_seconds'].get('total', 0):.0f} s.",
              f"Trials: {search['n_trials']} ({_states(search['states'], data['pruning'].get('n_stopped', 0))})."]
     if ensemble["fallback"]:
         lines.append("No trial beat the fallback: the model is a logistic or ridge regression.")
@@ -124,7 +124,7 @@ def render_html(data):
         _leak_section(data["leakage"]), _nested_section(data["nested_cv"]),
         _reproducibility_section(data["reproducibility"]),
     ]
-    title = f"automl report: {data['estimator']}, {search['metric']}, {data['created']}"
+    title = f"automl report: {data['estimator']}, {_metric(search)}, {data['created']}"
     return _PAGE.format(title=_e(title), body="\n".join(s for s in sections if s))
 
 
@@ -186,6 +186,11 @@ def _row_order(search):
     return ""
 
 
+def _metric(search):
+    """The search metric's name, and that it weighs the rows when the fit was given ``sample_weight``."""
+    return f"{search['metric']} weighted by sample_weight" if search.get("weighted") else search["metric"]
+
+
 def _card(label, value, note=""):
     return f'<div class="card">{_e(label)}<b>{_e(value)}</b><span class="note">{_e(note)}</span></div>'
 
@@ -199,7 +204,7 @@ def _overview(data):
     if search["best_score"] is None:
         best_note = "no trial finished: the model is the fallback (logistic or ridge regression)"
     cards = [
-        _card(f"best trial {on} {search['metric']}", _pm(search["best_score"], search["best_score_std"]), best_note),
+        _card(f"best trial {on} {_metric(search)}", _pm(search["best_score"], search["best_score_std"]), best_note),
         _card(f"ensemble on {'the holdout' if holdout else 'pooled OOF'} predictions",
               _fmt(data["ensemble"]["hillclimb_score"]), "also optimistic: selected on the same predictions"),
         _card("trials", search["n_trials"], _states(search["states"], data["pruning"].get("n_stopped", 0))),
@@ -279,12 +284,12 @@ def _ensemble_section(e, search):
         text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
                 f"predictions for the holdout rows: {len(e['members'])} member(s), each the model its trial trained "
                 f"(no refit on all rows). Ensemble {_fmt(e['hillclimb_score'])} vs best single trial "
-                f"{_fmt(e.get('best_single_oof_score'))} ({_e(search['metric'])}, both on the holdout).</p>")
+                f"{_fmt(e.get('best_single_oof_score'))} ({_e(_metric(search))}, both on the holdout).</p>")
     else:
         text = (f"<p>Caruana ensemble selection ({e['ensemble_size']} rounds, with replacement) on the trials' "
                 f"out-of-fold predictions: {len(e['members'])} member(s), final fit {_e(e['final_fit'])}. "
                 f"Ensemble {_fmt(e['hillclimb_score'])} vs best single trial {_fmt(e.get('best_single_oof_score'))} "
-                f"({_e(search['metric'])}, both on all OOF predictions pooled; the leaderboard's means average "
+                f"({_e(_metric(search))}, both on all OOF predictions pooled; the leaderboard's means average "
                 f"the per-fold scores instead). Members whose final fit would not end in the time budget are "
                 f"dropped, the lightest first, and the score is that of the members kept.</p>")
     table = _table(e["members"], ["trial", "family", "weight", "mean", "std"], {"family"})

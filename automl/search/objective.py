@@ -136,8 +136,8 @@ def row_rungs(n_train):
     return [(s, max(1, n_train * s // ROW_STEPS[-1])) for s in row_steps(n_train)]
 
 
-def search_key(fingerprint, folds, metric_name):
-    """Digest of what makes two trials' scores comparable: the data, the folds and the metric.
+def search_key(fingerprint, folds, metric_name, sample_weight=None):
+    """Digest of what makes two trials' scores comparable: the data, the folds, the metric and the weights.
 
     Parameters
     ----------
@@ -145,6 +145,9 @@ def search_key(fingerprint, folds, metric_name):
         :attr:`DatasetProfile.fingerprint` of the training data.
     folds : list of (ndarray, ndarray)
     metric_name : str
+    sample_weight : ndarray of float64 of shape (n_samples,) or None, default=None
+        The rows' weights: a weighted search's scores are not an unweighted one's. None leaves the key
+        of an unweighted search as it was before weights existed.
 
     Returns
     -------
@@ -155,6 +158,8 @@ def search_key(fingerprint, folds, metric_name):
     for _, test in folds:
         digest.update(np.asarray(test, dtype=np.int64).tobytes())
         digest.update(b"|")
+    if sample_weight is not None:
+        digest.update(b"weights|" + np.asarray(sample_weight, dtype=np.float64).tobytes())
     return digest.hexdigest()[:16]
 
 
@@ -241,6 +246,9 @@ class CVObjective:
     search_key : str or None
         Stored as the trial's user attribute ``search_key`` (see :func:`search_key`), first thing,
         so that a continued study's trials scored on other data or folds can be told apart.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights: every model is fitted with those of its training rows (the model step's
+        ``sample_weight``, :func:`automl.space.weight_params`) and every score weighs its rows by them.
 
     Attributes
     ----------
@@ -261,8 +269,8 @@ class CVObjective:
     """
 
     def __init__(self, X, y, folds, profile, specs, metric, oof_dir, deadline=None, random_state=None,
-                 search_key=None):
-        self.X, self.y, self.folds = X, y, folds
+                 search_key=None, sample_weight=None):
+        self.X, self.y, self.folds, self.sample_weight = X, y, folds, sample_weight
         self.profile, self.specs, self.metric = profile, specs, metric
         self.oof_dir, self.deadline, self.random_state = oof_dir, deadline, random_state
         self.search_key = search_key
@@ -314,8 +322,9 @@ class CVObjective:
         scores, started = [], time.time()
         for fold, (train, test) in enumerate(self.folds):
             self._stop_if_out_of_time(trial, started, fold)
-            _, oof[test] = _fit_predict(pipeline, self.X.iloc[train], self.y[train], self.X.iloc[test], self.profile)
-            scores.append(self.metric(self.y[test], oof[test]))
+            _, oof[test] = _fit_predict(pipeline, self.X.iloc[train], self.y[train], self.X.iloc[test], self.profile,
+                                        self._weights(train))
+            scores.append(self.metric(self.y[test], oof[test], sample_weight=self._weights(test)))
             trial.set_user_attr("fold_scores", scores)
             trial.report(float(np.mean(scores)), step=fold + 1)
             # Asked even for a starting point: Optuna's Hyperband records a trial's rung value when asked.
@@ -344,9 +353,9 @@ class CVObjective:
             started = time.time()
             # The first n_rows, as slices: views of the shared file, where an index array would copy them.
             model, pred = _fit_predict(at_rows(pipeline, n_rows / n_train), self.X.iloc[:n_rows], self.y[:n_rows],
-                                       self.X.iloc[test], self.profile)
+                                       self.X.iloc[test], self.profile, self._weights(slice(n_rows)))
             seconds, kept = time.time() - started, (model, pred, n_rows)
-            score = self.metric(self.y[test], pred)
+            score = self.metric(self.y[test], pred, sample_weight=self._weights(test))
             trial.set_user_attr("fold_scores", [score])  # one holdout: the leaderboard's mean is this rung's
             trial.set_user_attr("rows", n_rows)
             trial.set_user_attr("rung_seconds", seconds)
@@ -357,6 +366,10 @@ class CVObjective:
         self._keep(trial, kept)
         trial.set_user_attr("mean_score", score)
         return score
+
+    def _weights(self, rows):
+        """The weights of ``rows`` (an index array or a slice), or None for an unweighted search."""
+        return None if self.sample_weight is None else self.sample_weight[rows]
 
     def _keep(self, trial, kept):
         """Write a holdout trial's last model and its predictions (nothing before its first rung, nothing twice)."""
@@ -393,9 +406,10 @@ class CVObjective:
             raise optuna.TrialPruned(f"stopped by the time budget after {fold} folds")
 
 
-def _fit_predict(pipeline, X, y, X_test, profile):
-    """A fitted clone of ``pipeline`` and its :func:`predictions` on ``X_test``."""
-    model = fit_quietly(pipeline, X, y)
+def _fit_predict(pipeline, X, y, X_test, profile, sample_weight=None):
+    """A fitted clone of ``pipeline`` (weighted when ``sample_weight`` is given) and its :func:`predictions`
+    on ``X_test``."""
+    model = fit_quietly(pipeline, X, y, sample_weight)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return model, predictions(model, X_test, profile)

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..data import check_training_data
-from ..exceptions import warn_user
+from ..exceptions import DataValidationError, warn_user
 from ..space import resolve_components
 from .objective import rung_order, search_key
 from .scoring import get_metric
@@ -32,6 +32,7 @@ class SearchSetup(NamedTuple):
     groups: object = None  # group codes of shape (n_samples,) (data.check_groups), or None
     time_column: object = None  # the column that orders the rows of a time-ordered search, or None
     time_ordered: bool = False  # cv="time", or a time_column: every validated row later than its training rows
+    sample_weight: object = None  # row weights of shape (n_samples,), mean 1 (data.weights), or None
 
 
 # validation="auto" holds out rows instead of k-fold CV from this many rows, or this many cells
@@ -63,7 +64,8 @@ HOLDOUT_AUTO_MIN_ROWS = round(HOLDOUT_WARN_ROWS / HOLDOUT_SHARE)
 
 
 def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_state=None, include=None,
-                   components=(), validation="auto", time_budget=None, groups=None, time_column=None):
+                   components=(), validation="auto", time_budget=None, groups=None, time_column=None,
+                   sample_weight=None):
     """Validate ``X, y`` and make what every trial of the search shares: data, folds, families, metric, seed.
 
     Parameters
@@ -101,21 +103,28 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     time_column : str or None, default=None
         A numeric or datetime column of ``X`` that orders the rows for ``cv="time"`` or a splitter
         (:mod:`automl.search.splits`); a holdout is then the newest rows. It stays a feature.
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        A weight per row (:func:`automl.data.check_sample_weight`), rescaled to a mean of 1: every
+        trial's models are fitted with it and its scores weighted; families that take no weights are
+        left out (:func:`automl.space.resolve_components`). The folds do not depend on it.
 
     Returns
     -------
     setup : SearchSetup
-        ``(X, y, folds, specs, metric, seed, profile, search_key, validation, groups)``: the validated frame,
+        ``(X, y, folds, specs, metric, seed, profile, search_key, validation, groups, time_column,
+        time_ordered, sample_weight)``: the validated frame,
         the encoded target of shape (n_samples,), the folds as (train, test) index pairs (one pair for
         a holdout), and the rest. A holdout's rows are stored re-ordered, the training part first in
         its rungs' order (:func:`automl.search.objective.rung_order`), then the holdout's rows; every
-        row is kept. ``groups`` holds the group codes in the same order, or None.
+        row is kept. ``groups`` holds the group codes in the same order, or None; ``sample_weight`` the
+        rescaled weights in the same order, or None.
 
     Raises
     ------
     DataValidationError
-        If ``X``, ``y`` or ``groups`` is unusable (:func:`automl.data.check_training_data`), or
-        ``groups`` has fewer groups than an int ``cv`` has folds.
+        If ``X``, ``y``, ``groups`` or ``sample_weight`` is unusable (:func:`automl.data.check_training_data`),
+        ``groups`` has fewer groups than an int ``cv`` has folds, or a fold's training or validation rows
+        all weigh 0.
     ValueError
         For an unknown metric or family key, when no family is left for the data, when ``cv`` is
         a splitter that needs groups and none are given, when ``time_column`` comes with an int ``cv``
@@ -134,11 +143,11 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
     shape = getattr(X, "shape", None)  # not np.shape: an array-like may refuse NumPy's functions
     likely = auto and shape is not None and len(shape) == 2 and _holdout_pays(shape[0], shape[1], time_budget)
     n_folds = 2 if validation == "holdout" or likely else n_splits_of(cv, groups)
-    checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups)
-    (X_clean, y_enc, _, profile), groups = checked[:4], (checked[4] if groups is not None else None)
+    checked = check_training_data(X, y, n_folds=n_folds, task=task, groups=groups, sample_weight=sample_weight)
+    (X_clean, y_enc, _, profile), (groups, weights) = checked[:4], (checked[4:] if len(checked) > 4 else (None, None))
     holdout = validation == "holdout" or (auto and _holdout_pays(profile.n_samples, profile.n_features, time_budget))
     metric = get_metric(metric, profile.n_classes)
-    specs = resolve_components(include, components, profile)
+    specs = resolve_components(include, components, profile, weighted=weights is not None)
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**31 - 1))
     order = time_order(X_clean, time_column, profile) if time_ordered else None
     if holdout:
@@ -146,7 +155,8 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
         folds = holdout_split(X_clean, y_enc, seed, task, share, groups, order)
     else:
         folds = make_folds(cv, X_clean, y_enc, seed, task, groups, order)
-    key = search_key(profile.fingerprint, folds, metric.name)  # of the user's rows, before a holdout's layout
+    _check_fold_weights(folds, weights)
+    key = search_key(profile.fingerprint, folds, metric.name, weights)  # of the user's rows, before a holdout's layout
     if holdout and len(folds[0][1]) < HOLDOUT_WARN_ROWS:
         warn_user(f"validation='holdout' on {len(y_enc):,} rows scores every trial on {len(folds[0][1]):,} "
                   "held-out rows only: their scores are noisy enough to pick the wrong trials. "
@@ -155,8 +165,9 @@ def prepare_search(X, y, *, task="classification", metric=None, cv=5, random_sta
         order, folds = _in_rung_order(y_enc, folds[0], seed, task)
         X_clean, y_enc = X_clean.iloc[order].reset_index(drop=True), y_enc[order]
         groups = None if groups is None else groups[order]
+        weights = None if weights is None else weights[order]
     return SearchSetup(X_clean, y_enc, folds, specs, metric, seed, profile, key,
-                       "holdout" if len(folds) == 1 else "cv", groups, time_column, time_ordered)
+                       "holdout" if len(folds) == 1 else "cv", groups, time_column, time_ordered, weights)
 
 
 def _check_order(cv, groups, time_column):
@@ -169,6 +180,18 @@ def _check_order(cv, groups, time_column):
         raise ValueError("Time order and groups together are not supported yet: give one of cv='time' "
                          "(or time_column) and groups.")
     return time_ordered
+
+
+def _check_fold_weights(folds, weights):
+    """Refuse folds whose training or validation rows all weigh 0: no model, or no score, would come of them."""
+    if weights is None:
+        return
+    for number, (train, test) in enumerate(folds):
+        for part, rows in (("training", train), ("validation", test)):
+            if not weights[rows].any():
+                raise DataValidationError(
+                    f"Every {part} row of fold {number} has sample_weight 0: nothing would be "
+                    f"{'learnt' if part == 'training' else 'scored'} there. Give those rows weight, or other folds.")
 
 
 def _holdout_pays(rows, columns, time_budget):

@@ -135,7 +135,8 @@ class SharedSearch:
             task=task,
             params={"metric": setup.metric.name, "cv": "time" if setup.time_ordered else len(setup.folds),
                     "random_state": int(setup.seed), "validation": setup.validation,
-                    "grouped": setup.groups is not None, "time_column": setup.time_column, **settings},
+                    "grouped": setup.groups is not None, "weighted": setup.sample_weight is not None,
+                    "time_column": setup.time_column, **settings},
             search_key=setup.search_key, fingerprint=setup.profile.fingerprint,
             n_samples=int(setup.profile.n_samples), n_startup_trials=n_startup_trials, max_trials=max_trials,
             deadline=deadline, grace=grace,
@@ -257,27 +258,29 @@ class SharedSearch:
         low, high = resource_range(setup.folds)
         return make_pruner(self.params["pruning"], high, low)
 
-    def setup(self, X, y, groups=None):
+    def setup(self, X, y, groups=None, sample_weight=None):
         """This search's setup rebuilt from a worker's copy of the data (:func:`automl.search.prepare_search`).
 
-        ``groups`` are the rows' group labels, which a fit given groups needs again (the folds follow them).
+        ``groups`` are the rows' group labels, which a fit given groups needs again (the folds follow them);
+        ``sample_weight`` the rows' weights of a weighted fit.
 
         Raises
         ------
         DataValidationError
             If the data gives another ``search_key`` than the fit's: other rows, order, values or
             target (the message compares the fingerprints), or other folds or metric; or if the fit's
-            folds were grouped and ``groups`` is None, or the other way round.
+            folds were grouped and ``groups`` is None, or the other way round; the same for weights.
         """
         p = self.params
-        grouped = p.get("grouped", False)
-        if grouped != (groups is not None):
-            raise DataValidationError(
-                "The fit's folds keep groups whole: give this worker the same groups (automl worker --groups COLUMN)."
-                if grouped else "The fit's folds are not grouped: start this worker without groups.")
+        _same_kind(p.get("grouped", False), groups, "The fit's folds keep groups whole: give this worker the same "
+                   "groups (automl worker --groups COLUMN).", "The fit's folds are not grouped: start this worker "
+                   "without groups.")
+        _same_kind(p.get("weighted", False), sample_weight, "The fit's trials are weighted: give this worker the "
+                   "same weights (automl worker --weight COLUMN).", "The fit's trials are not weighted: start this "
+                   "worker without weights.")
         setup = prepare_search(X, y, task=self.task, metric=p["metric"], cv=p["cv"], random_state=p["random_state"],
                                include=p["include"], validation=p.get("validation", "cv"), groups=groups,
-                               time_column=p.get("time_column"))
+                               time_column=p.get("time_column"), sample_weight=sample_weight)
         if setup.search_key != self.search_key:
             profile = setup.profile
             same = profile.fingerprint == self.fingerprint
@@ -291,7 +294,13 @@ class SharedSearch:
     def objective(self, setup, oof_dir, deadline):
         """The objective on ``setup`` (see :func:`automl.search.prepare_search`): k-fold CV or a holdout."""
         return CVObjective(setup.X, setup.y, setup.folds, setup.profile, setup.specs, setup.metric, oof_dir,
-                           deadline, setup.seed, search_key=self.search_key)
+                           deadline, setup.seed, search_key=self.search_key, sample_weight=setup.sample_weight)
+
+
+def _same_kind(fit_has, given, missing, extra):
+    """Refuse a worker given groups or weights when the fit had none (``extra``), or none when it had (``missing``)."""
+    if fit_has != (given is not None):
+        raise DataValidationError(missing if fit_has else extra)
 
 
 def _study(storage, study_name):

@@ -56,7 +56,7 @@ class WorkerResult:
 
 
 def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir=None, tracking_uri=None,
-               wait=300.0, verbose=1, groups=None):
+               wait=300.0, verbose=1, groups=None, sample_weight=None):
     """Join the search a fit published in ``study_name`` and run its trials until it ends.
 
     Parameters
@@ -84,6 +84,8 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
         1 prints a progress line per trial to stderr.
     groups : array-like of shape (n_samples,) or None, default=None
         The rows' group labels, as the fit was given them (its folds follow them).
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        The rows' weights, as the fit was given them.
 
     Returns
     -------
@@ -116,7 +118,7 @@ def run_worker(X, y, *, storage, study_name, time_budget=None, n_jobs=1, oof_dir
     if shared.target is not None and isinstance(name, str) and name != shared.target:
         raise DataValidationError(f"This worker's target is {name!r}; the fit of study {study_name!r} "
                                   f"searches on target {shared.target!r}.")
-    setup = shared.setup(X, y, groups)
+    setup = shared.setup(X, y, groups, sample_weight)
     oof_dir = _check_oof_dir(shared.oof_folder(oof_dir), study_name)
     deadline = _earliest(shared.deadline, None if time_budget is None else started + time_budget)
     sampler = shared.sampler()

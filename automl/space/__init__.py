@@ -9,7 +9,7 @@
 from .components import DEFAULT_COMPONENTS, ComponentSpec
 from .pipeline import (
     MAX_NATIVE_CARDINALITY, ROW_COUNT_PARAMS, SCALERS, as_categories, at_rows, default_pipeline, fit_quietly,
-    portfolio, rebuild, set_threads, suggest_pipeline,
+    portfolio, rebuild, set_threads, suggest_pipeline, weight_params,
 )
 from .registry import resolve_components
 from .regressors import REGRESSION_COMPONENTS
@@ -17,5 +17,5 @@ from .regressors import REGRESSION_COMPONENTS
 __all__ = [
     "DEFAULT_COMPONENTS", "MAX_NATIVE_CARDINALITY", "REGRESSION_COMPONENTS", "ROW_COUNT_PARAMS", "SCALERS",
     "ComponentSpec", "as_categories", "at_rows", "default_pipeline", "fit_quietly", "portfolio", "rebuild",
-    "resolve_components", "set_threads", "suggest_pipeline",
+    "resolve_components", "set_threads", "suggest_pipeline", "weight_params",
 ]

@@ -62,9 +62,12 @@ class _StopsEarly:
         """
         y = np.asarray(y)
         train, validation = inner_split(y, self.random_state, self._stratified)
-        weights = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[train]}
         X_val, y_val = _take(X, validation), y[validation]
         evaluation = {"eval_X": (X_val,), "eval_y": (y_val,)} if _EVAL_X else {"eval_set": [(X_val, y_val)]}
+        weights = {}
+        if sample_weight is not None:  # the stopping rows are weighed as the training rows are
+            sample_weight = np.asarray(sample_weight)
+            weights = {"sample_weight": sample_weight[train], "eval_sample_weight": [sample_weight[validation]]}
         return super().fit(_take(X, train), y[train], callbacks=[early_stopping(STOPPING_ROUNDS, verbose=False)],
                            **evaluation, **weights)
 

@@ -49,6 +49,9 @@ class ComponentSpec:
         Importable module the family needs; the family is skipped when it is not installed.
     default_params : list of dict, default=[]
         Strong starting configurations (full parameter names) enqueued before TPE takes over.
+    takes_sample_weight : bool, default=True
+        Whether the model's ``fit`` takes ``sample_weight``; a weighted fit leaves out a family that
+        does not (:func:`automl.space.resolve_components`).
     """
 
     key: str
@@ -61,6 +64,7 @@ class ComponentSpec:
     max_rows: int | None = None
     requires: str | None = None
     default_params: list = field(default_factory=list)
+    takes_sample_weight: bool = True
 
     def is_available(self):
         """True when the family's optional package can be imported."""
@@ -354,7 +358,7 @@ DEFAULT_COMPONENTS = (
     ),
     ComponentSpec(
         "knn", "KNeighbors", _suggest_knn, _build_knn, needs_scaling=True, max_rows=50_000,
-        default_params=[_defaults("knn", n_neighbors=15, weights="distance", p=2)],
+        default_params=[_defaults("knn", n_neighbors=15, weights="distance", p=2)], takes_sample_weight=False,
     ),
     ComponentSpec("mlp", "MLP", _suggest_mlp, _build_mlp, needs_scaling=True, max_rows=100_000),
     ComponentSpec(

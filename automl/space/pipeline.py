@@ -15,6 +15,7 @@ import numpy as np
 import optuna
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.frozen import FrozenEstimator
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -22,6 +23,7 @@ from sklearn.preprocessing import (
     FunctionTransformer, OneHotEncoder, OrdinalEncoder, QuantileTransformer, RobustScaler, StandardScaler,
     TargetEncoder,
 )
+from sklearn.utils.validation import has_fit_parameter
 
 from .selection import PORTFOLIO_KEPT, suggest_selection
 
@@ -243,16 +245,55 @@ def at_rows(pipeline, fraction):
     return clone(pipeline).set_params(**scaled)
 
 
-def fit_quietly(pipeline, X, y):
+def fit_quietly(pipeline, X, y, sample_weight=None):
     """A fitted clone of ``pipeline``, its warnings (convergence and the like) not shown.
 
     A sampled configuration's warnings are the search's business, reflected in its score: printed per
     fold they bury the progress line, and the refits of the leak check would print them again.
-    Not for threads: ``warnings.catch_warnings`` is process-wide.
+    Not for threads: ``warnings.catch_warnings`` is process-wide. ``sample_weight`` of shape
+    (n_samples,) reaches the model step (:func:`weight_params`).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return clone(pipeline).fit(X, y)
+        return clone(pipeline).fit(X, y, **weight_params(pipeline, sample_weight))
+
+
+def weight_params(estimator, sample_weight):
+    """The keyword arguments of ``estimator.fit`` that give its model ``sample_weight``.
+
+    A Pipeline passes them to its last step (``model__sample_weight``: scikit-learn's ``step__param``
+    fit parameters), a TransformedTargetRegressor to its regressor. The preprocessing steps are fitted
+    unweighted: scikit-learn's imputers, scalers and encoders take no weights (a target encoder's
+    category means and a column selection's F-statistics are unweighted too). A frozen model
+    (``FrozenEstimator``, a holdout search's member) was fitted with them.
+
+    Parameters
+    ----------
+    estimator : estimator
+    sample_weight : ndarray of shape (n_samples,) or None
+
+    Returns
+    -------
+    params : dict
+        Empty when ``sample_weight`` is None.
+
+    Raises
+    ------
+    TypeError
+        If the model's ``fit`` takes no ``sample_weight`` (scikit-learn's ``has_fit_parameter``): it
+        would ignore the weights.
+    """
+    if sample_weight is None or isinstance(estimator, FrozenEstimator):
+        return {}
+    if isinstance(estimator, Pipeline):
+        name, last = estimator.steps[-1]
+        return {f"{name}__{key}": value for key, value in weight_params(last, sample_weight).items()}
+    if isinstance(estimator, TransformedTargetRegressor):
+        return weight_params(estimator.regressor, sample_weight)
+    if not has_fit_parameter(estimator, "sample_weight"):
+        raise TypeError(f"{type(estimator).__name__}.fit takes no sample_weight: it would ignore the weights. "
+                        "Leave its family out of a weighted fit (include=...).")
+    return {"sample_weight": sample_weight}
 
 
 def set_threads(pipeline, threads):

@@ -1,12 +1,15 @@
 """The families a search may use: the registry of the task, the user's own specs, ``include=`` and the data's size."""
 
+import logging
 
 from ..exceptions import warn_user
 from .components import DEFAULT_COMPONENTS
 from .regressors import REGRESSION_COMPONENTS
 
+logger = logging.getLogger(__name__)
 
-def resolve_components(include=None, extra=(), profile=None, task="classification"):
+
+def resolve_components(include=None, extra=(), profile=None, task="classification", weighted=False):
     """The ordered list of model families a search may use.
 
     Parameters
@@ -21,6 +24,9 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
     task : {"classification", "regression"}, default="classification"
         The registry when no profile is given: :data:`DEFAULT_COMPONENTS` or
         :data:`automl.space.regressors.REGRESSION_COMPONENTS`.
+    weighted : bool, default=False
+        For a fit with ``sample_weight``: families whose model takes none (``takes_sample_weight``
+        False: k-nearest neighbours) are left out, and refused when ``include`` names them.
 
     Returns
     -------
@@ -30,7 +36,8 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
     ------
     ValueError
         If two specs share a key (both are named), if ``include`` names an unknown key (the valid
-        keys are listed), if an included family's package is not installed, or if nothing is left
+        keys are listed), if an included family's package is not installed or takes no weights in a
+        weighted fit, or if nothing is left
         (an included family the data is too large for is named with its row limit).
 
     Warns
@@ -61,6 +68,7 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
                 f"Component(s) {[s.key for s in missing]} need a package that is not installed; "
                 f"install it with: pip install 'automl[{packages}]'."
             )
+    specs = _weighable(specs, include, weighted)
     too_big = [] if profile is None else [s for s in specs if not s.fits(profile)]
     if too_big and include is not None:
         # Asked for by name: say why it is not searched (left out silently when include is None).
@@ -73,3 +81,14 @@ def resolve_components(include=None, extra=(), profile=None, task="classificatio
     if not specs:
         raise ValueError("No model family is left to search: check include= and the data size.")
     return specs
+
+
+def _weighable(specs, include, weighted):
+    """``specs`` without the families that cannot take weights, in a weighted fit (logged; refused by name)."""
+    unweighted = [s.key for s in specs if weighted and not s.takes_sample_weight]
+    if unweighted and include is not None:
+        raise ValueError(f"Component(s) {unweighted} take no sample_weight: their models would ignore the weights. "
+                         "Leave them out of include= for a weighted fit.")
+    if unweighted:
+        logger.info("A weighted fit: %s left out (their models take no sample_weight).", ", ".join(unweighted))
+    return [s for s in specs if s.key not in unweighted]

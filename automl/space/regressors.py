@@ -145,7 +145,7 @@ REGRESSION_COMPONENTS = (
     ComponentSpec(
         "knn", "KNeighbors", _suggest_knn, _build_knn,
         needs_scaling=True, max_rows=50_000,
-        default_params=[_defaults("knn", n_neighbors=15, weights="distance", p=2)],
+        default_params=[_defaults("knn", n_neighbors=15, weights="distance", p=2)], takes_sample_weight=False,
     ),
     ComponentSpec(
         "mlp", "MLP", _suggest_mlp,
