@@ -20,6 +20,7 @@ mode: the search's best score (weighted in "weighted" mode only), and the held-o
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +31,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.monitor import run_monitored  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ.get("AUTOML_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 CASES = ["credit-g-costs", "adult-fnlwgt"]
 BAD_COST = 5.0  # UCI Statlog German credit's cost matrix
 
