@@ -29,14 +29,13 @@ Scores are ROC AUC (binary) or RMSE (regression).
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers.monitor import run_monitored  # noqa: E402
+from peers.monitor import monitored_row, save_and_show  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 COPIES = 4
@@ -138,26 +137,12 @@ def main(argv=None):
     rows = []
     for case in args.cases:
         for mode in args.modes or (["shuffled", "time"] if case == "beijing-air-future" else ["shuffled", "grouped"]):
-            with tempfile.TemporaryDirectory() as folder:
-                out, log = Path(folder) / "row.json", Path(folder) / "log.txt"
-                command = [sys.executable, __file__, "--one", case, mode, "--out", str(out), "--time-budget",
-                           str(args.time_budget), "--seed", str(args.seed), "--n-jobs", str(args.n_jobs)]
-                run = run_monitored(command, 10 * args.time_budget + 300, log)
-                if run["returncode"] != 0:
-                    print(f"{case} {mode} failed:\n{log.read_text()[-2000:]}", file=sys.stderr)
-                    continue
-                row = {**json.loads(out.read_text()), "wall": run["process_seconds"],
-                       "peak_rss_mb": run["peak_rss_mb"], "foreign_cpu": run["foreign_cpu"]}
-            rows.append(row)
-            print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
-                  flush=True)
-    table = pd.DataFrame(rows)
-    if args.csv and len(table):
-        path = Path(args.csv)
-        table.to_csv(path, mode="a", header=not path.exists(), index=False)
-    if len(table):
-        print(table[["case", "mode", "metric", "best_score", "best_score_std", "ensemble_score", "held_out_score",
-                     "best_family", "n_complete", "wall", "foreign_cpu"]].to_string(index=False, float_format="%.4f"))
+            command = [sys.executable, __file__, "--one", case, mode, "--time-budget", str(args.time_budget),
+                       "--seed", str(args.seed), "--n-jobs", str(args.n_jobs)]
+            row = monitored_row(command, 10 * args.time_budget + 300, f"{case} {mode}")
+            rows.extend([row] if row else [])
+    save_and_show(rows, args.csv, ["case", "mode", "metric", "best_score", "best_score_std", "ensemble_score",
+                                   "held_out_score", "best_family", "n_complete", "wall", "foreign_cpu"])
 
 
 if __name__ == "__main__":

@@ -22,14 +22,13 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers.monitor import run_monitored  # noqa: E402
+from peers.monitor import monitored_row, save_and_show  # noqa: E402
 
 DATA = Path(os.environ.get("AUTOML_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 CASES = ["credit-g-costs", "adult-fnlwgt"]
@@ -93,26 +92,12 @@ def main(argv=None):
     for seed in args.seeds:
         for case in args.cases:
             for mode in ("plain", "weighted"):
-                with tempfile.TemporaryDirectory() as folder:
-                    out, log = Path(folder) / "row.json", Path(folder) / "log.txt"
-                    command = [sys.executable, __file__, "--one", case, mode, str(seed), "--out", str(out),
-                               "--time-budget", str(args.time_budget), "--n-jobs", str(args.n_jobs)]
-                    run = run_monitored(command, 10 * args.time_budget + 300, log)
-                    if run["returncode"] != 0:
-                        print(f"{case} {mode} failed:\n{log.read_text()[-2000:]}", file=sys.stderr)
-                        continue
-                    row = {**json.loads(out.read_text()), "wall": run["process_seconds"],
-                           "peak_rss_mb": run["peak_rss_mb"], "foreign_cpu": run["foreign_cpu"]}
-                rows.append(row)
-                print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
-                      flush=True)
-    table = pd.DataFrame(rows)
-    if args.csv and len(table):
-        path = Path(args.csv)
-        table.to_csv(path, mode="a", header=not path.exists(), index=False)
-    if len(table):
-        print(table[["case", "seed", "mode", "metric", "best_score", "held_out_weighted", "held_out_unweighted",
-                     "best_family", "n_complete", "wall", "foreign_cpu"]].to_string(index=False, float_format="%.4f"))
+                command = [sys.executable, __file__, "--one", case, mode, str(seed), "--time-budget",
+                           str(args.time_budget), "--n-jobs", str(args.n_jobs)]
+                row = monitored_row(command, 10 * args.time_budget + 300, f"{case} {mode} seed {seed}")
+                rows.extend([row] if row else [])
+    save_and_show(rows, args.csv, ["case", "seed", "mode", "metric", "best_score", "held_out_weighted",
+                                   "held_out_unweighted", "best_family", "n_complete", "wall", "foreign_cpu"])
 
 
 if __name__ == "__main__":

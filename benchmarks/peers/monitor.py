@@ -104,3 +104,37 @@ def run_monitored(command, timeout, log_path, cwd=None, env=None):
         kill_session(child.pid)
     return {"returncode": child.returncode, "process_seconds": wall, "peak_rss_mb": peak / 2**20,
             "timed_out": timed_out, "foreign_cpu": max(foreign, 0.0) / wall}
+
+
+def monitored_row(command, timeout, name):
+    """Run ``command`` (which writes its figures as JSON to the path given after ``--out``, appended here) with
+    :func:`run_monitored`, and return those figures with its wall, peak RSS and foreign load; None (the log's
+    end printed to stderr) when it failed."""
+    import json
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        out, log = Path(folder) / "row.json", Path(folder) / "log.txt"
+        run = run_monitored([*command, "--out", str(out)], timeout, log)
+        if run["returncode"] != 0:
+            print(f"{name} failed:\n{log.read_text()[-2000:]}", file=sys.stderr)
+            return None
+        row = {**json.loads(out.read_text()), "wall": run["process_seconds"], "peak_rss_mb": run["peak_rss_mb"],
+               "foreign_cpu": run["foreign_cpu"]}
+    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+    return row
+
+
+def save_and_show(rows, csv, columns):
+    """Append ``rows`` (dicts) to the CSV file ``csv`` (when given) and print their ``columns`` as a table."""
+    import pandas as pd
+    from pathlib import Path
+
+    table = pd.DataFrame(rows)
+    if not len(table):
+        return
+    if csv:
+        table.to_csv(csv, mode="a", header=not Path(csv).exists(), index=False)
+    print(table[columns].to_string(index=False, float_format="%.4f"))
