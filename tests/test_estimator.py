@@ -25,7 +25,11 @@ TINY = dict(time_budget=None, n_trials=3, include=["logreg"], cv=2, tracking=Fal
 
 # Every check passes. Their shared 20-row, 4-class data has a class with one member, which fit drops
 # with a DataRepairWarning (until the rare-class repair, six checks failed on the refusal).
-EXPECTED_FAILED_CHECKS = {}
+# A search is not invariant to repeating a row in place of weighting it: the repeated rows change the folds
+# (and land on both sides of them), so the two fits search differently.
+EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data": "repeated rows change the CV folds; weights do not",
+}
 
 
 def _expected_failures(estimator):
@@ -342,7 +346,7 @@ def test_a_top_up_keeps_time_for_a_busy_trial_and_for_restarting_stopped_workers
     from automl.estimators import base as estimator_module
 
     monkeypatch.setattr(estimator_module, "final_fit_seconds", lambda *args, **kwargs: 0.5)
-    setup = SimpleNamespace(y=None, folds=None, metric=None, seed=0)
+    setup = SimpleNamespace(y=None, folds=None, metric=None, seed=0, sample_weight=None)
     model = AutoClassifier(time_budget=60, tracking=False)
     model.n_jobs_ = 1  # as the fit's _prepare sets it
 

@@ -83,9 +83,9 @@ SEEN = []  # (row labels, random_state) of each RecordingClassifier fit
 class RecordingClassifier(AutoClassifier):
     """An AutoClassifier that remembers the rows and the seed each fit received (in SEEN)."""
 
-    def fit(self, X, y):
+    def fit(self, X, y, groups=None, sample_weight=None):
         SEEN.append((X.index.to_numpy(), self.random_state))
-        return super().fit(X, y)
+        return super().fit(X, y, groups, sample_weight)
 
 
 def _no_knobs(trial, profile, prefix):

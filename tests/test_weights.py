@@ -44,7 +44,7 @@ def credit_costs(load_shared):
     ([1.0, -2.0, 2.0, -1.0], r"2 negative value\(s\) \(row 1: -2.0, row 3: -1.0\)"),
     ([1.0, np.inf, 2.0, 1.0], r"1 infinite value\(s\) \(row 1: inf\)"),
     (["1", "heavy", 2, 1], r"1 value\(s\) that are not numbers \(row 1: 'heavy'\)"),
-    (np.zeros(4), "0 for every row"),
+    (np.zeros(4), "Every sample_weight is zero"),
 ])
 def test_bad_weights_are_refused_with_the_rows_named(weights, problem):
     with pytest.raises(DataValidationError, match=problem):
@@ -59,7 +59,7 @@ def test_weights_are_rescaled_to_mean_one_and_follow_the_rows_a_rare_class_drops
         X_clean, _, _, _, groups, kept = check_training_data(X, y, n_folds=2, sample_weight=weights)
     assert groups is None and len(kept) == len(X_clean) == 11
     np.testing.assert_allclose(kept, np.arange(1.0, 12.0) / 6.0)  # 1..11, mean 6
-    with pytest.raises(DataValidationError, match="every row that is kept"), pytest.warns(DataRepairWarning):
+    with pytest.raises(DataValidationError, match="of the rows kept is zero"), pytest.warns(DataRepairWarning):
         check_training_data(X, y, n_folds=2, sample_weight=[0.0] * 11 + [5.0])
 
 

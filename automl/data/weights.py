@@ -34,7 +34,7 @@ def check_sample_weight(sample_weight, n_samples):
     DataValidationError
         If ``sample_weight`` is not one-dimensional, its length is not ``n_samples``, it holds a value
         that is not a number, a missing, infinite or negative value (the first rows are named), or
-        every weight is 0.
+        every weight is zero.
     """
     values = sample_weight.to_numpy() if isinstance(sample_weight, (pd.Series, pd.Index)) else np.asarray(
         sample_weight, dtype=object)
@@ -52,7 +52,7 @@ def check_sample_weight(sample_weight, n_samples):
     _refuse(np.flatnonzero(np.isinf(numbers)), "infinite value(s)", values)
     _refuse(np.flatnonzero(numbers < 0), "negative value(s)", values, "a weight says how much a row counts")
     if not numbers.any():
-        raise DataValidationError("sample_weight is 0 for every row: no row would count.")
+        raise DataValidationError("Every sample_weight is zero: no row would count.")
     return numbers
 
 
@@ -78,7 +78,7 @@ def kept_weights(weights, keep):
     kept = weights[keep]
     total = kept.sum()
     if total <= 0:
-        raise DataValidationError("sample_weight is 0 for every row that is kept (rows of a class too rare to "
+        raise DataValidationError("Every sample_weight of the rows kept is zero (rows of a class too rare to "
                                   "learn are dropped): no row would count.")
     return kept * (len(kept) / total)
 
