@@ -225,3 +225,15 @@ def test_mlflow_says_the_fit_was_weighted(tmp_path, credit_costs):
     run = MlflowClient(uri).get_run(model.mlflow_run_id_)
     assert run.data.params["weighted"] == "True"
     assert "roc_auc weighted by sample_weight" in run.data.tags["mlflow.note.content"]
+
+
+def test_weights_that_would_mislead_are_refused_or_rescaled_safely():
+    X = pd.DataFrame({"a": np.arange(40.0)})
+    y = np.arange(40) % 2
+    with pytest.raises(DataValidationError, match="zero on every row of class"):
+        check_training_data(X, y, n_folds=2, sample_weight=np.where(y == 1, 0.0, 1.0))
+    with pytest.raises(DataValidationError, match="real numbers; got dtype datetime64"):
+        check_sample_weight(pd.Series(pd.date_range("2020", periods=40)), 40)
+    for scale in (1e308, 1e-320):  # a sum that overflows, a rescaling factor that would
+        kept = check_training_data(X, y, n_folds=2, sample_weight=np.full(40, scale))[5]
+        np.testing.assert_allclose(kept, 1.0)

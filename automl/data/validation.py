@@ -40,7 +40,7 @@ from scipy import sparse
 from ..exceptions import DataRepairWarning, DataValidationError, warn_user
 from ..exceptions import listing as _listing
 from .groups import check_groups
-from .weights import check_sample_weight, kept_weights
+from .weights import check_class_weights, check_sample_weight, kept_weights
 from .identifiers import _find_identifiers
 from .target import encode_target, regression_target
 
@@ -224,6 +224,8 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None, sa
         if group_codes is not None:  # numbered again: a group of dropped rows only is gone
             group_codes = np.unique(group_codes[keep], return_inverse=True)[1].astype(np.int64)
     weights = None if weights is None else kept_weights(weights, keep)
+    if weights is not None and task != "regression":
+        check_class_weights(y_encoded, weights, classes)
     dtypes = {str(c): str(t) for c, t in frame.dtypes.items()}
     converted = _convert_frame(frame, kinds, dtypes)
     _check_finite(converted)

@@ -44,6 +44,8 @@ def check_sample_weight(sample_weight, n_samples):
     if len(values) != n_samples:
         raise DataValidationError(f"sample_weight has {len(values)} values but X has {n_samples} rows: give one "
                                   "per row.")
+    if values.dtype.kind in "mMc":  # datetimes and timedeltas would become nanosecond counts, complex numbers lose a part
+        raise DataValidationError(f"sample_weight must hold real numbers; got dtype {values.dtype}.")
     numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     bad = np.flatnonzero(np.isnan(numbers) & ~pd.isna(values))
     _refuse(bad, "value(s) that are not numbers", values)
@@ -76,11 +78,28 @@ def kept_weights(weights, keep):
         If every kept row weighs 0.
     """
     kept = weights[keep]
+    kept = kept / kept.max() if kept.max() > 0 else kept  # first to at most 1: a sum of 1e308s overflows
     total = kept.sum()
     if total <= 0:
         raise DataValidationError("Every sample_weight of the rows kept is zero (rows of a class too rare to "
                                   "learn are dropped): no row would count.")
     return kept * (len(kept) / total)
+
+
+def check_class_weights(y, weights, classes):
+    """Refuse a class whose rows all weigh 0: a model would learn to never predict it, and score perfectly.
+
+    Raises
+    ------
+    DataValidationError
+        Naming the first such classes.
+    """
+    totals = np.bincount(y, weights=weights, minlength=len(classes))
+    empty = [repr(classes[i]) for i in np.flatnonzero(totals <= 0)]
+    if empty:
+        raise DataValidationError(f"sample_weight is zero on every row of class(es) {', '.join(empty[:5])}: a model "
+                                  "would never predict them, and every score would ignore them. Give their rows "
+                                  "weight, or drop those rows.")
 
 
 def _refuse(rows, what, values, why=None):
