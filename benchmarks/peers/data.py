@@ -10,6 +10,7 @@ from point predictions by RMSE (primary), MAE and R2.
 """
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,8 @@ from sklearn.metrics import (accuracy_score, log_loss, mean_absolute_error, r2_s
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+# $AUTOML_SHARED_DATA (as the tests read it), else ../shared/data beside the checkout (a worktree elsewhere: set it).
+DATA_DIR = Path(os.environ.get("AUTOML_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 # Tables of 100k+ rows (issue 25), kept apart so that the small suites stay fast.
 LARGE_DIR = DATA_DIR / "large"
 CLASSIFICATION = ("binary", "multiclass")
