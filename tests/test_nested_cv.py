@@ -143,6 +143,14 @@ def test_a_class_rarer_than_outer_cv_is_refused(credit_g):
         nested_cv(AutoClassifier(**TINY), X, y, outer_cv=3)
 
 
+def test_a_class_seen_once_is_refused_even_with_a_splitter(credit_g):
+    # The data check drops such a row; outer folds of the rows left would then index the wrong rows of X.
+    X, y = credit_g
+    y = y.where(y.index != 500, "once")
+    with pytest.raises(DataValidationError, match=r"class 'once' has 1 member"):
+        nested_cv(AutoClassifier(**TINY), X, y, outer_cv=StratifiedKFold(2, shuffle=True, random_state=0))
+
+
 def test_only_an_autoclassifier_without_persistent_storage_is_nested(credit_g):
     X, y = credit_g
     with pytest.raises(TypeError, match="needs an AutoClassifier or AutoRegressor; got LogisticRegression"):

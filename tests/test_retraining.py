@@ -274,6 +274,9 @@ GOOD = {"data": {"path": "d.csv", "target": "y"}, "mlflow": {"model_name": "m"}}
     ({"search": {"cv": "timely"}}, r'\[search\] cv must be an integer >= 2 or "time", got \'timely\''),
     ({"search": {"cv": 1}}, r'cv must be an integer >= 2 or "time", got 1'),
     ({"search": {"cv": 2.5}}, r'\[search\] cv must be an integer or "time", got 2.5'),
+    ({"data": {"path": "d.csv", "target": "y", "groups": "g", "time_column": "t"}, "search": {"cv": "time"}},
+     r'cv = "time" and \[data\] groups together are not supported'),
+    ({"data": {"path": "d.csv", "target": "y", "weight": "y"}}, r"target and weight name the same column 'y'"),
 ])
 def test_bad_config_names_the_key(tmp_path, change, message):
     path = tmp_path / "job.toml"
@@ -295,6 +298,8 @@ def test_config_defaults_and_relative_paths(tmp_path):
     assert config.cv == 5  # shuffled folds without a time column; in time order with one
     path.write_text(toml({"data": {**GOOD["data"], "time_column": "t"}, "mlflow": GOOD["mlflow"]}))
     assert read_config(path).cv == "time"
+    path.write_text(toml({"data": {**GOOD["data"], "time_column": "t", "groups": "g"}, "mlflow": GOOD["mlflow"]}))
+    assert read_config(path).cv == 5  # grouped folds: time order and groups do not go together
     path.write_text(toml(GOOD) + "[search]\ncv = 3\n")
     assert read_config(path).cv == 3
     with pytest.raises(ConfigError, match="not valid TOML"):
@@ -312,13 +317,73 @@ def test_holdout_is_the_newest_rows_by_time_column(tmp_path):
     path = tmp_path / "job.toml"
     path.write_text(toml({"data": {"path": "d.csv", "target": "y", "time_column": "when"},
                           "mlflow": {"model_name": "m"}}))
-    X, y, X_hold, y_hold, description = split_holdout(shuffled, read_config(path))
-    assert description == "the 20 newest rows by when"
-    assert "when" not in X.columns and "when" not in X_hold.columns
-    np.testing.assert_array_equal(X_hold["x"].to_numpy(), frame["x"].iloc[80:].to_numpy())
+    split = split_holdout(shuffled, read_config(path))
+    assert split.description == "the 20 newest rows by when"
+    assert "when" not in split.X.columns and "when" not in split.X_holdout.columns
+    np.testing.assert_array_equal(split.X_holdout["x"].to_numpy(), frame["x"].iloc[80:].to_numpy())
+    assert split.groups is None and split.weight is None and split.weight_holdout is None
     broken = shuffled.assign(when=shuffled["when"].where(shuffled.index != 5, "soon"))
     with pytest.raises(Exception, match="1 value\\(s\\) of the time column 'when'"):
         split_holdout(broken, read_config(path))
+
+
+def _config(tmp_path, **data):
+    path = tmp_path / "job.toml"
+    path.write_text(toml({"data": {"path": "d.csv", "target": "class", **data}, "mlflow": {"model_name": "m"},
+                          "promotion": {"holdout_size": 0.25}}))
+    return read_config(path)
+
+
+def test_with_groups_and_no_time_the_holdout_is_the_newest_whole_groups(tmp_path, credit_g):
+    frame = credit_g.head(200).assign(batch=np.arange(200) // 7)  # applications arriving in batches of 7
+    split = split_holdout(frame, _config(tmp_path, groups="batch"))
+    # 50 rows are asked for: the 7 newest batches hold 46 (the last one has 4), an eighth makes 53.
+    assert split.description == "the 53 rows of the 8 newest group(s) of 'batch' (by file order)"
+    held = set(frame["batch"].iloc[-53:])
+    assert held == set(range(21, 29)) and not held & set(split.groups)
+    assert "batch" not in split.X.columns and "batch" not in split.X_holdout.columns
+    assert len(split.X) == len(split.groups) == 147
+    timed = split_holdout(frame.assign(t=np.arange(200)), _config(tmp_path, groups="batch", time_column="t"))
+    assert timed.description == "the 50 newest rows by t"  # with a time column groups may cross: the future of both
+    with pytest.raises(Exception, match=r"2 row\(s\) of the snapshot have no value in the groups column 'batch'"):
+        split_holdout(frame.assign(batch=frame["batch"].where(~frame.index.isin([1, 91]))),
+                      _config(tmp_path, groups="batch"))
+
+
+def test_weight_column_is_checked_in_snapshot_rows_and_weighs_the_holdout(tmp_path, credit_g):
+    frame = credit_g.head(200).assign(cost=np.where(credit_g["class"].head(200) == "bad", 5.0, 1.0))
+    split = split_holdout(frame, _config(tmp_path, weight="cost"))
+    assert "cost" not in split.X.columns and "cost" not in split.X_holdout.columns
+    np.testing.assert_array_equal(split.weight.to_numpy(), frame["cost"].iloc[:150].to_numpy())
+    np.testing.assert_array_equal(split.weight_holdout, frame["cost"].iloc[150:].to_numpy())
+    broken = frame.assign(cost=frame["cost"].where(frame.index != 17, -1.0))
+    with pytest.raises(Exception, match=r"The weight column 'cost' of the snapshot: sample_weight has 1 negative "
+                                        r"value\(s\) \(row 17: -1.0\)"):
+        split_holdout(broken, _config(tmp_path, weight="cost"))
+    unweighed = frame.assign(cost=np.where(np.arange(200) < 150, 1.0, 0.0))
+    with pytest.raises(Exception, match=r"Every row of the holdout \(50 newest rows by file order\) weighs 0 in"):
+        split_holdout(unweighed, _config(tmp_path, weight="cost"))
+
+
+def test_job_with_groups_and_weights_fits_grouped_and_scores_weighted(tmp_path, credit_g, mlflow_server):
+    # The money at stake weighs each application (a weight by class alone would leave ROC AUC as it is).
+    frame = credit_g.head(400).assign(batch=np.arange(400) // 4, cost=credit_g["credit_amount"].head(400))
+    path = tmp_path / "snap.csv"
+    frame.to_csv(path, index=False)
+    config = job(tmp_path, "credit-grouped", path, mlflow_server, data={"groups": "batch", "weight": "cost"})
+    summary = run_job(read_config(config))
+    assert summary.status == "promoted", summary.reason
+    assert summary.holdout == "the 100 rows of the 25 newest group(s) of 'batch' (by file order), weighted by 'cost'"
+    with global_tracking_uri(mlflow_server):
+        from automl.tracking import load_mlflow_model
+
+        model = load_mlflow_model("models:/credit-grouped/1")
+    assert model.weighted_ and model.n_groups_ == 75
+    hold = frame.iloc[300:]
+    proba = model.predict_proba(hold.drop(columns=["class", "batch", "cost"]))[:, list(model.classes_).index("good")]
+    expected = roc_auc_score(hold["class"] == "good", proba, sample_weight=hold["cost"])
+    assert summary.challenger_score == pytest.approx(expected, abs=1e-12)
+    assert abs(expected - roc_auc_score(hold["class"] == "good", proba)) > 1e-6  # the weights changed the score
 
 
 def test_margin_zero_moves_the_alias_exactly_when_the_challenger_is_better(first_job, credit_g, mlflow_server):

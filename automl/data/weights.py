@@ -104,5 +104,10 @@ def check_class_weights(y, weights, classes):
 
 def _refuse(rows, what, values, why=None):
     if rows.size:
-        shown = ", ".join(f"row {i}: {values[i]!r}" for i in rows[:5])
+        # A NumPy scalar's repr is np.float64(-1.0) since NumPy 2: shown as the number it is.
+        shown = ", ".join(f"row {i}: {_plain(values[i])!r}" for i in rows[:5])
         raise DataValidationError(f"sample_weight has {rows.size} {what} ({shown})" + (f": {why}." if why else "."))
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value

@@ -27,7 +27,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils import check_random_state
 
-from ..data import check_prediction_data, check_training_data
+from ..data import check_prediction_data, check_training_data, training_classes
 from ..exceptions import DataRepairWarning, DataValidationError
 from ..search import check_group_counts, default_splitter, get_metric, make_folds, resolve_n_jobs, time_order
 from ..space import MAX_NATIVE_CARDINALITY, default_pipeline, rebuild, weight_params
@@ -173,7 +173,8 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
         If ``estimator`` is not an :class:`AutoClassifier` or :class:`AutoRegressor`.
     DataValidationError
         If X or y is unusable, or a class has fewer members than ``outer_cv`` (every outer
-        training part must hold every class); errors of the inner fits propagate as they are.
+        training part must hold every class), or a single member with a splitter as ``outer_cv``;
+        errors of the inner fits propagate as they are.
 
     See Also
     --------
@@ -234,8 +235,8 @@ def nested_cv(estimator, X, y, *, outer_cv=3, n_jobs=1, random_state=None, group
         raise DataValidationError(f"nested_cv with outer_cv={outer_cv}: {message}") from exc
     (X_all, y_all, classes, profile), codes = checked[:4], (checked[4] if len(checked) > 4 else None)
     weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if task == "classification":
-        _refuse_rare_classes(classes, np.bincount(y_all), n_folds, outer_cv)
+    if task == "classification":  # the check drops a class seen once: refused here, so that no row is gone
+        _refuse_rare_classes(*training_classes(y), max(n_folds, 2), outer_cv)
     splits = _outer_splits(estimator, outer_cv, X_all, y_all, profile, codes, random_state)
     n_jobs = resolve_n_jobs(n_jobs)
     inner = clone(estimator)

@@ -6,6 +6,8 @@ A complete file (only ``data.target``, a data source and ``mlflow.model_name`` a
     path = "snapshots/*.csv"     # CSV or Parquet files, a glob; or sql_url + sql_query
     target = "defects"
     time_column = "date"         # optional: orders the rows; the holdout is the newest
+    groups = "customer"          # optional: rows of one group stay on one side of every fold
+    weight = "exposure"          # optional: row weights for every fit and score, the holdout's too
 
     [search]
     time_budget = 300            # seconds
@@ -15,7 +17,8 @@ A complete file (only ``data.target``, a data source and ``mlflow.model_name`` a
     storage = "sqlite:///retrain/optuna.db"   # Optuna storage; default: work_dir/optuna.db
     study_name = "defects"       # default: the model name
     include = ["hgb", "lgbm"]    # model families; default: all installed
-    cv = "time"                  # folds: a number (shuffled) or "time"; default "time" with time_column, else 5
+    cv = 5                       # folds: a number (shuffled; grouped with groups) or "time" (in time
+                                 # order; not with groups); default "time" with time_column and no groups, else 5
 
     [mlflow]
     tracking_uri = "http://127.0.0.1:5000"    # default: sqlite:///<work_dir>/mlflow.db
@@ -46,7 +49,7 @@ from ..exceptions import ConfigError
 _NUMBER = (int, float)
 SCHEMA = {
     "data": {"path": (str, False), "sql_url": (str, False), "sql_query": (str, False),
-             "target": (str, True), "time_column": (str, False)},
+             "target": (str, True), "time_column": (str, False), "groups": (str, False), "weight": (str, False)},
     "search": {"time_budget": (_NUMBER, False), "n_trials": (int, False), "metric": (str, False),
                "n_jobs": (int, False), "random_state": (int, False), "storage": (str, False),
                "study_name": (str, False), "include": (list, False), "cv": ((int, str), False)},
@@ -71,6 +74,8 @@ class JobConfig:
     sql_url: str | None = None
     sql_query: str | None = None
     time_column: str | None = None
+    groups: str | None = None
+    weight: str | None = None
     time_budget: float | None = 300.0
     n_trials: int | None = None
     metric: str | None = None
@@ -160,14 +165,31 @@ def _build(values, base, path):
     values.setdefault("tracking_uri", f"sqlite:///{work_dir / 'mlflow.db'}")
     values.setdefault("study_name", values["model_name"])
     _check_names(values, path)
-    values.setdefault("cv", "time" if "time_column" in values else 5)
+    _check_columns(values, path)
+    values.setdefault("cv", "time" if "time_column" in values and "groups" not in values else 5)
     if values["cv"] != "time" and not (isinstance(values["cv"], int) and values["cv"] >= 2):
         raise ConfigError(f"{path}: [search] cv must be an integer >= 2 or \"time\", got {values['cv']!r}.")
+    if values["cv"] == "time" and "groups" in values:
+        raise ConfigError(f"{path}: [search] cv = \"time\" and [data] groups together are not supported (the "
+                          "search refuses them); give cv a number for grouped folds (the holdout stays the newest "
+                          "rows by time_column), or drop groups.")
     if "include" in values:
         values["include"] = tuple(values["include"])
     if "n_trials" in values and "time_budget" not in values:
         values["time_budget"] = None  # a trial count alone bounds the search
     return JobConfig(work_dir=work_dir, **values)
+
+
+def _check_columns(values, path):
+    """The data section's columns play one role each: a column cannot be the target and the weights."""
+    roles = {}
+    for key in ("target", "time_column", "groups", "weight"):
+        if key in values:
+            roles.setdefault(values[key], []).append(key)
+    for column, keys in roles.items():
+        if len(keys) > 1:
+            raise ConfigError(f"{path}: [data] {' and '.join(keys)} name the same column {column!r}; a column "
+                              "plays one role.")
 
 
 def _check_names(values, path):

@@ -140,27 +140,29 @@ def _retrain(config):
 
     frame = load_snapshot(config)
     snapshot = snapshot_fingerprint(frame)
-    X, y, X_hold, y_hold, holdout = split_holdout(frame, config)
+    split = split_holdout(frame, config)
     client = MlflowClient(config.tracking_uri)
     champion_version, champion = load_champion(client, config.model_name)
+    holdout = split.description + (f", weighted by {config.weight!r}" if config.weight is not None else "")
     summary = JobSummary("failed", "", model_name=config.model_name, snapshot=snapshot, holdout=holdout,
-                         rows={"train": len(X), "holdout": len(X_hold)}, margin=config.margin,
+                         rows={"train": len(split.X), "holdout": len(split.X_holdout)}, margin=config.margin,
                          champion_version=champion_version)
-    summary.drift = compare_with_champion(champion, X, y) if champion is not None else {}
+    summary.drift = compare_with_champion(champion, split.X, split.y) if champion is not None else {}
     logger.info("Snapshot %s, %d training and %d holdout rows; against champion version %s: %s", snapshot,
-                len(X), len(X_hold), champion_version, json.dumps(summary.drift) if champion is not None else "none")
+                len(split.X), len(split.X_holdout), champion_version,
+                json.dumps(summary.drift) if champion is not None else "none")
     version = _version_of_snapshot(client, config.model_name, snapshot)
     if version is not None and DECISION_TAG in version.tags:
         return _already_decided(summary, version)
     if version is None:
-        model = _fit_challenger(config, X, y, snapshot, summary)
+        model = _fit_challenger(config, split, snapshot, summary)
         version = register(client, config.model_name, model, snapshot)
         challenger = model
     else:  # registered by a job that died before deciding: decide now, do not fit again
         challenger = _load_version(client, config.model_name, version.version)
     summary.challenger_version, summary.mlflow_run_id = version.version, version.run_id
     summary.metric = challenger.metric_
-    _decide(summary, challenger, champion, X_hold, y_hold, config.margin)
+    _decide(summary, challenger, champion, split, config.margin)
     _record(client, config, summary)
     return summary
 
@@ -260,7 +262,7 @@ def warm_start(storage, study_name, snapshot, marker, top_k=WARM_START_TOP_K):
     return len(chosen)
 
 
-def _fit_challenger(config, X, y, snapshot, summary):
+def _fit_challenger(config, split, snapshot, summary):
     from ..estimators import AutoClassifier
 
     enqueued = warm_start(config.storage, config.study_name, snapshot,
@@ -271,7 +273,7 @@ def _fit_challenger(config, X, y, snapshot, summary):
         include=None if config.include is None else list(config.include),
         oof_dir=str(config.work_dir / "oof"), tracking_uri=config.tracking_uri,
         experiment_name=config.experiment_name, verbose=0,
-    ).fit(X, y)
+    ).fit(split.X, split.y, split.groups, sample_weight=split.weight)
     board = model.leaderboard_
     summary.search = {
         "warm_start_configs": enqueued, "trials": len(board),
@@ -320,8 +322,9 @@ def _version_of_snapshot(client, name, snapshot):
     return min(found, key=lambda v: int(v.version)) if found else None
 
 
-def holdout_score(model, X, y, metric_name, labels):
-    """``metric_name`` of ``model`` on the holdout, its probabilities aligned to ``labels`` (as str).
+def holdout_score(model, X, y, metric_name, labels, sample_weight=None):
+    """``metric_name`` of ``model`` on the holdout, its probabilities aligned to ``labels`` (as str),
+    weighted by ``sample_weight`` (shape (n_samples,)) when given.
 
     A class the model never saw gets probability 0, so models trained on different class sets are
     scored on the same footing.
@@ -333,15 +336,16 @@ def holdout_score(model, X, y, metric_name, labels):
     for column, label in enumerate(map(str, model.classes_)):
         aligned[:, labels.index(label)] = proba[:, column]
     y_encoded = np.array([labels.index(v) for v in y.astype(str)])
-    return float(get_metric(metric_name, len(labels))(y_encoded, aligned))
+    return float(get_metric(metric_name, len(labels))(y_encoded, aligned, sample_weight))
 
 
-def _decide(summary, challenger, champion, X_hold, y_hold, margin):
+def _decide(summary, challenger, champion, split, margin):
     from ..search import get_metric
 
+    X_hold, y_hold, weights = split.X_holdout, split.y_holdout, split.weight_holdout
     labels = sorted({*map(str, challenger.classes_), *map(str, y_hold.unique()),
                      *(map(str, champion.classes_) if champion is not None else ())})
-    summary.challenger_score = holdout_score(challenger, X_hold, y_hold, summary.metric, labels)
+    summary.challenger_score = holdout_score(challenger, X_hold, y_hold, summary.metric, labels, weights)
     better = get_metric(summary.metric, len(labels)).greater_is_better
     where = f"on {summary.holdout}"
     if champion is None:
@@ -357,7 +361,7 @@ def _decide(summary, challenger, champion, X_hold, y_hold, margin):
         _needs_a_person(summary, f"the snapshot has class(es) the champion never saw: {new_classes}")
         return
     try:
-        summary.champion_score = holdout_score(champion, X_hold, y_hold, summary.metric, labels)
+        summary.champion_score = holdout_score(champion, X_hold, y_hold, summary.metric, labels, weights)
     except Exception as exc:  # noqa: BLE001  (the champion no longer runs on this data)
         _needs_a_person(summary, f"the champion (version {summary.champion_version}) fails on the new data: {exc}")
         return

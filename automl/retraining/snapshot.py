@@ -2,14 +2,16 @@
 
 import glob
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..data import check_sample_weight
 from ..exceptions import DataValidationError
 
-__all__ = ["load_snapshot", "snapshot_fingerprint", "split_holdout"]
+__all__ = ["Split", "load_snapshot", "snapshot_fingerprint", "split_holdout"]
 
 
 def load_snapshot(config):
@@ -65,48 +67,108 @@ def snapshot_fingerprint(frame):
     return digest.hexdigest()[:16]
 
 
-def split_holdout(frame, config):
-    """Training rows and the holdout of the newest rows (by ``time_column``, else the last rows).
+@dataclass(frozen=True)
+class Split:
+    """A snapshot cut into training rows and the holdout (:func:`split_holdout`).
 
-    The time column only orders the rows; it is not a feature (a model would extrapolate it).
+    ``groups`` and ``weight`` (Series, None without ``data.groups``, ``data.weight``) are the columns taken
+    out of ``X``; ``weight_holdout`` weighs the holdout's score.
+    """
+
+    X: pd.DataFrame
+    y: pd.Series
+    X_holdout: pd.DataFrame
+    y_holdout: pd.Series
+    description: str
+    groups: pd.Series | None = None
+    weight: pd.Series | None = None
+    weight_holdout: np.ndarray | None = None
+
+
+def split_holdout(frame, config):
+    """Training rows and the holdout: the newest rows (by ``time_column``, else the last rows), or with
+    ``groups`` and no ``time_column`` the newest whole groups.
+
+    The time column only orders the rows; it is not a feature (a model would extrapolate it). The
+    groups and weight columns are not features either. With a time column the holdout is the newest
+    rows even when groups are given: a deployed model scores the future rows of known groups and of
+    new ones alike. Without one, the groups whose last rows come last in the file are held out whole,
+    until at least ``holdout_size`` of the rows are, so the holdout measures groups never trained on.
 
     Returns
     -------
-    X, y, X_holdout, y_holdout : DataFrame, Series, DataFrame, Series
-    description : str
-        Which rows the holdout is, for the summary.
+    split : Split
 
     Raises
     ------
     DataValidationError
-        If the target or time column is missing (the columns present are listed), the time column
-        has values that are not dates, or too few rows are left on either side.
+        If the target, time, groups or weight column is missing (the columns present are listed), the
+        target or groups column has a missing value, the time column has values that are not dates,
+        too few rows are left on either side, the holdout holds one class only, or the holdout's weights
+        are invalid or all zero.
     """
-    for role, column in (("target", config.target), ("time", config.time_column)):
+    for role, column in (("target", config.target), ("time", config.time_column), ("groups", config.groups),
+                         ("weight", config.weight)):
         if column is not None and column not in frame.columns:
             raise DataValidationError(f"The {role} column {column!r} is not in the snapshot; its columns are "
                                       f"{list(map(str, frame.columns))}.")
-    missing = int(frame[config.target].isna().sum())
-    if missing:
-        raise DataValidationError(f"{missing} row(s) of the snapshot have no value in the target column "
-                                  f"{config.target!r}; drop or label them.")
-    order = "file order"
-    if config.time_column is not None:
-        times = pd.to_datetime(frame[config.time_column], errors="coerce")
-        bad = int(times.isna().sum())
-        if bad:
-            raise DataValidationError(f"{bad} value(s) of the time column {config.time_column!r} are missing or "
-                                      "not dates; fix them or remove time_column from the config.")
-        frame = frame.iloc[np.argsort(times.to_numpy(), kind="stable")].drop(columns=config.time_column)
-        order = f"{config.time_column}"
+    for role, column in (("target", config.target), ("groups", config.groups)):
+        missing = 0 if column is None else int(frame[column].isna().sum())
+        if missing:
+            raise DataValidationError(f"{missing} row(s) of the snapshot have no value in the {role} column "
+                                      f"{column!r}; drop or label them.")
+    if config.weight is not None:  # rows numbered as in the snapshot, before any reordering
+        frame = frame.assign(**{config.weight: _checked_weights(frame[config.weight], config.weight)})
+    frame, order = _in_time_order(frame, config.time_column)
     n_hold = int(np.ceil(config.holdout_size * len(frame)))
+    if config.groups is not None and config.time_column is None:
+        held, what = _newest_groups(frame[config.groups], n_hold)
+        what += f" of {config.groups!r} (by {order})"
+    else:
+        held, what = np.arange(len(frame)) >= len(frame) - n_hold, f"newest rows by {order}"
+    n_hold = int(held.sum())
     if n_hold < 2 or len(frame) - n_hold < 10:
         raise DataValidationError(f"The snapshot's {len(frame)} rows cannot give a holdout of {config.holdout_size:g} "
                                   "with at least 2 holdout and 10 training rows.")
-    train, hold = frame.iloc[:-n_hold], frame.iloc[-n_hold:]
+    train, hold = frame[~held], frame[held]
     if hold[config.target].nunique() < 2:
-        raise DataValidationError(f"The holdout ({n_hold} newest rows by {order}) holds one class only "
+        raise DataValidationError(f"The holdout ({n_hold} {what}) holds one class only "
                                   f"({hold[config.target].iloc[0]!r}): no comparison of models is possible on it; "
                                   "raise holdout_size.")
-    X, y = train.drop(columns=config.target), train[config.target]
-    return X, y, hold.drop(columns=config.target), hold[config.target], f"the {n_hold} newest rows by {order}"
+    not_features = [c for c in (config.target, config.groups, config.weight) if c is not None]
+    weight_holdout = None if config.weight is None else hold[config.weight].to_numpy()
+    if weight_holdout is not None and not weight_holdout.any():
+        raise DataValidationError(f"Every row of the holdout ({n_hold} {what}) weighs 0 in {config.weight!r}: no "
+                                  "score of it would count; raise holdout_size or check the weights.")
+    return Split(train.drop(columns=not_features), train[config.target], hold.drop(columns=not_features),
+                 hold[config.target], f"the {n_hold} {what}",
+                 None if config.groups is None else train[config.groups],
+                 None if config.weight is None else train[config.weight], weight_holdout)
+
+
+def _checked_weights(column, name):
+    try:
+        return check_sample_weight(column, len(column))
+    except DataValidationError as exc:
+        raise DataValidationError(f"The weight column {name!r} of the snapshot: {exc}") from None
+
+
+def _in_time_order(frame, time_column):
+    """The rows sorted by ``time_column`` (stable), the column dropped; and what orders them."""
+    if time_column is None:
+        return frame, "file order"
+    times = pd.to_datetime(frame[time_column], errors="coerce")
+    bad = int(times.isna().sum())
+    if bad:
+        raise DataValidationError(f"{bad} value(s) of the time column {time_column!r} are missing or "
+                                  "not dates; fix them or remove time_column from the config.")
+    return frame.iloc[np.argsort(times.to_numpy(), kind="stable")].drop(columns=time_column), time_column
+
+
+def _newest_groups(groups, n_hold):
+    """A row mask of the groups whose last row is latest, taken whole until ``n_hold`` rows are; its words."""
+    last_row = pd.Series(np.arange(len(groups)), index=groups.index).groupby(groups.to_numpy()).max()
+    newest_first = last_row.sort_values(ascending=False).index
+    covered = groups.value_counts().reindex(newest_first).cumsum().to_numpy()
+    chosen = newest_first[: int(np.searchsorted(covered, n_hold)) + 1]
+    return groups.isin(chosen).to_numpy(), f"rows of the {len(chosen)} newest group(s)"
