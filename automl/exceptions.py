@@ -35,6 +35,11 @@ class ConfigError(AutoMLError, ValueError):
 MAX_LISTED = 10
 
 
+def plain_repr(value):
+    """``repr`` of a value as a user wrote it: a NumPy scalar as its number (NumPy 2 prints ``np.float64(-1.0)``)."""
+    return repr(value.item() if hasattr(value, "item") and getattr(value, "ndim", None) == 0 else value)
+
+
 def listing(items, render=repr):
     """Render up to MAX_LISTED items for a message, joined by commas, saying how many more there are."""
     shown = ", ".join(render(item) for item in items[:MAX_LISTED])

@@ -334,17 +334,13 @@ def _config(tmp_path, **data):
     return read_config(path)
 
 
-def test_with_groups_and_no_time_the_holdout_is_the_newest_whole_groups(tmp_path, credit_g):
+def test_with_groups_the_holdout_is_still_the_newest_rows_and_groups_leave_the_features(tmp_path, credit_g):
+    # Whole groups held out would bring their older rows, which the champion trained on, into the holdout.
     frame = credit_g.head(200).assign(batch=np.arange(200) // 7)  # applications arriving in batches of 7
     split = split_holdout(frame, _config(tmp_path, groups="batch"))
-    # 50 rows are asked for: the 7 newest batches hold 46 (the last one has 4), an eighth makes 53.
-    assert split.description == "the 53 rows of the 8 newest group(s) of 'batch' (by file order)"
-    held = set(frame["batch"].iloc[-53:])
-    assert held == set(range(21, 29)) and not held & set(split.groups)
+    assert split.description == "the 50 newest rows by file order"
     assert "batch" not in split.X.columns and "batch" not in split.X_holdout.columns
-    assert len(split.X) == len(split.groups) == 147
-    timed = split_holdout(frame.assign(t=np.arange(200)), _config(tmp_path, groups="batch", time_column="t"))
-    assert timed.description == "the 50 newest rows by t"  # with a time column groups may cross: the future of both
+    np.testing.assert_array_equal(split.groups.to_numpy(), np.arange(150) // 7)
     with pytest.raises(Exception, match=r"2 row\(s\) of the snapshot have no value in the groups column 'batch'"):
         split_holdout(frame.assign(batch=frame["batch"].where(~frame.index.isin([1, 91]))),
                       _config(tmp_path, groups="batch"))
@@ -355,11 +351,20 @@ def test_weight_column_is_checked_in_snapshot_rows_and_weighs_the_holdout(tmp_pa
     split = split_holdout(frame, _config(tmp_path, weight="cost"))
     assert "cost" not in split.X.columns and "cost" not in split.X_holdout.columns
     np.testing.assert_array_equal(split.weight.to_numpy(), frame["cost"].iloc[:150].to_numpy())
-    np.testing.assert_array_equal(split.weight_holdout, frame["cost"].iloc[150:].to_numpy())
+    holdout_costs = frame["cost"].iloc[150:].to_numpy()
+    np.testing.assert_allclose(split.weight_holdout, holdout_costs / holdout_costs.mean())
     broken = frame.assign(cost=frame["cost"].where(frame.index != 17, -1.0))
     with pytest.raises(Exception, match=r"The weight column 'cost' of the snapshot: sample_weight has 1 negative "
                                         r"value\(s\) \(row 17: -1.0\)"):
         split_holdout(broken, _config(tmp_path, weight="cost"))
+    tiny = split_holdout(frame.assign(cost=frame["cost"] * 1e-300), _config(tmp_path, weight="cost"))
+    assert tiny.weight_holdout.mean() == pytest.approx(1.0)  # rescaled: a ROC AUC multiplies two weights
+    np.testing.assert_allclose(tiny.weight_holdout, split.weight_holdout / split.weight_holdout.mean())
+    good_only = frame.assign(cost=np.where((np.arange(200) >= 150) & (frame["class"] == "bad"), 0.0, 1.0))
+    with pytest.raises(Exception, match=r"holds one class only of positive weight \('good'\)"):
+        split_holdout(good_only, _config(tmp_path, weight="cost"))
+    with pytest.raises(Exception, match=r"Every training row \(before the holdout\) weighs 0 in 'cost'"):
+        split_holdout(frame.assign(cost=np.where(np.arange(200) < 150, 0.0, 1.0)), _config(tmp_path, weight="cost"))
     unweighed = frame.assign(cost=np.where(np.arange(200) < 150, 1.0, 0.0))
     with pytest.raises(Exception, match=r"Every row of the holdout \(50 newest rows by file order\) weighs 0 in"):
         split_holdout(unweighed, _config(tmp_path, weight="cost"))
@@ -373,7 +378,7 @@ def test_job_with_groups_and_weights_fits_grouped_and_scores_weighted(tmp_path, 
     config = job(tmp_path, "credit-grouped", path, mlflow_server, data={"groups": "batch", "weight": "cost"})
     summary = run_job(read_config(config))
     assert summary.status == "promoted", summary.reason
-    assert summary.holdout == "the 100 rows of the 25 newest group(s) of 'batch' (by file order), weighted by 'cost'"
+    assert summary.holdout == "the 100 newest rows by file order, weighted by 'cost'"
     with global_tracking_uri(mlflow_server):
         from automl.tracking import load_mlflow_model
 

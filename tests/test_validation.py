@@ -511,3 +511,19 @@ def test_prediction_array_for_frame_trained_profile(mixed):
     X_clean, _, _, profile = fit_quietly(X, y)
     result = predict_quietly(X.to_numpy(dtype=object), profile)
     pd.testing.assert_frame_equal(result, X_clean)
+
+
+def test_a_pandas_y_groups_or_weights_with_another_index_than_x_is_warned(load_shared):
+    X, y = load_shared("credit-g.csv", "class")
+    X = X.iloc[:200]
+    shuffled = y.iloc[:200].sample(frac=1.0, random_state=0)  # shuffled apart from X: a silent mismatch
+    with pytest.warns(UserWarning, match=rf"The index of y differs from X's \(at position 0: X has 0, y has "
+                                         rf"{shuffled.index[0]}\): rows are matched by position"):
+        check_training_data(X, shuffled, n_folds=3)
+    weights = pd.Series(1.0, index=X.index[::-1])
+    with pytest.warns(UserWarning, match=r"The index of sample_weight differs .*sample_weight.loc\[X.index\]"):
+        check_training_data(X, y.iloc[:200], n_folds=3, sample_weight=weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # same index, or arrays: nothing to say
+        check_training_data(X, y.iloc[:200], n_folds=3, groups=np.arange(200) // 4,
+                            sample_weight=pd.Series(1.0, index=X.index))

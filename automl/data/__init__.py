@@ -13,11 +13,11 @@ from .identifiers import IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT, ide
 from .memory import memory_mapped
 from .target import MAX_DROPPED_SHARE, class_counts_of, encode_target, regression_target, training_classes, widen_proba
 from .validation import DatasetProfile, check_prediction_data, check_training_data
-from .weights import check_sample_weight
+from .weights import check_sample_weight, kept_weights
 
 __all__ = [
     "DatasetProfile", "IDENTIFIER_DISTINCT_RATIO", "IDENTIFIER_MIN_DISTINCT", "MAX_DROPPED_SHARE",
     "check_groups", "check_prediction_data", "check_sample_weight", "check_training_data", "class_counts_of", "encode_target",
     "groups_across", "regression_target",
-    "identifier_distinct_count", "memory_mapped", "training_classes", "widen_proba",
+    "identifier_distinct_count", "kept_weights", "memory_mapped", "training_classes", "widen_proba",
 ]

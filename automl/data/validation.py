@@ -37,7 +37,7 @@ import pandas as pd
 import scipy.stats
 from scipy import sparse
 
-from ..exceptions import DataRepairWarning, DataValidationError, warn_user
+from ..exceptions import DataRepairWarning, DataValidationError, plain_repr, warn_user
 from ..exceptions import listing as _listing
 from .groups import check_groups
 from .weights import check_class_weights, check_sample_weight, kept_weights
@@ -149,6 +149,25 @@ class DatasetProfile:
         return np.float32 if self.numeric_columns and single else np.float64
 
 
+def _warn_if_unaligned(X, named):
+    """Warn when a pandas y, groups or sample_weight carries another index than the DataFrame X.
+
+    Rows are matched by position, as scikit-learn matches them; an index that says otherwise most often
+    means one was filtered or shuffled and the other not, a silent mismatch. Warned rather than refused:
+    an index reset on one side only (rows still in step) is common and harmless.
+    """
+    if not isinstance(X, pd.DataFrame):
+        return
+    for name, values in named.items():
+        if not isinstance(values, pd.Series) or len(values) != len(X) or values.index.equals(X.index):
+            continue
+        differ = np.flatnonzero(pd.Series(values.index).ne(pd.Series(X.index)).to_numpy())
+        where = int(differ[0]) if differ.size else 0
+        warn_user(f"The index of {name} differs from X's (at position {where}: X has {plain_repr(X.index[where])}, "
+                  f"{name} has {plain_repr(values.index[where])}): rows are matched by position, as scikit-learn "
+                  f"matches them. If they were meant to match by label, pass {name}.loc[X.index].", UserWarning)
+
+
 def check_training_data(X, y, *, n_folds, task="classification", groups=None, sample_weight=None):
     """Validate X and y for training, convert X to model-ready columns and encode y.
 
@@ -199,6 +218,10 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None, sa
     -----
     DataRepairWarning
         When all-missing or constant columns are dropped.
+    UserWarning
+        When X is a DataFrame and a pandas y, ``groups`` or ``sample_weight`` of its length has another
+        index: rows are still matched by position (scikit-learn's rule), the warning names the first
+        position where the indexes differ.
 
     Examples
     --------
@@ -210,6 +233,7 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None, sa
     >>> profile.kinds, profile.missing_rate["age"]
     ({'age': 'numeric', 'sex': 'categorical'}, 0.25)
     """
+    _warn_if_unaligned(X, {"y": y, "groups": groups, "sample_weight": sample_weight})
     frame = _to_frame(X)
     group_codes = None if groups is None else check_groups(groups, len(frame))
     weights = None if sample_weight is None else check_sample_weight(sample_weight, len(frame))

@@ -11,7 +11,7 @@ otherwise move each family's best knobs.
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataValidationError
+from ..exceptions import DataValidationError, plain_repr
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -104,10 +104,5 @@ def check_class_weights(y, weights, classes):
 
 def _refuse(rows, what, values, why=None):
     if rows.size:
-        # A NumPy scalar's repr is np.float64(-1.0) since NumPy 2: shown as the number it is.
-        shown = ", ".join(f"row {i}: {_plain(values[i])!r}" for i in rows[:5])
+        shown = ", ".join(f"row {i}: {plain_repr(values[i])}" for i in rows[:5])
         raise DataValidationError(f"sample_weight has {rows.size} {what} ({shown})" + (f": {why}." if why else "."))
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value

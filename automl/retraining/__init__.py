@@ -1,7 +1,7 @@
 """Scheduled retraining: a job file, a snapshot of the data, and a challenger fit against the registry's champion.
 
 :mod:`~automl.retraining.config` reads and checks the job's TOML file,
-:mod:`~automl.retraining.snapshot` loads the data and holds out its newest rows (or newest groups), and
+:mod:`~automl.retraining.snapshot` loads the data and holds out its newest rows, and
 :mod:`~automl.retraining.job` runs the job: one at a time, crash-safe, with exit codes for cron.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import check_sample_weight
+from ..data import check_sample_weight, kept_weights
 from ..exceptions import DataValidationError
 
 __all__ = ["Split", "load_snapshot", "snapshot_fingerprint", "split_holdout"]
@@ -86,14 +86,12 @@ class Split:
 
 
 def split_holdout(frame, config):
-    """Training rows and the holdout: the newest rows (by ``time_column``, else the last rows), or with
-    ``groups`` and no ``time_column`` the newest whole groups.
+    """Training rows and the holdout of the newest rows (by ``time_column``, else the last rows).
 
     The time column only orders the rows; it is not a feature (a model would extrapolate it). The
-    groups and weight columns are not features either. With a time column the holdout is the newest
-    rows even when groups are given: a deployed model scores the future rows of known groups and of
-    new ones alike. Without one, the groups whose last rows come last in the file are held out whole,
-    until at least ``holdout_size`` of the rows are, so the holdout measures groups never trained on.
+    groups and weight columns are not features either. The holdout is the newest rows with groups too:
+    it must be rows neither model trained on, and the champion trained on the older rows of the same
+    groups (holding out whole groups would put those rows in the holdout and favour the champion).
 
     Returns
     -------
@@ -104,8 +102,8 @@ def split_holdout(frame, config):
     DataValidationError
         If the target, time, groups or weight column is missing (the columns present are listed), the
         target or groups column has a missing value, the time column has values that are not dates,
-        too few rows are left on either side, the holdout holds one class only, or the holdout's weights
-        are invalid or all zero.
+        too few rows are left on either side, the holdout holds one class only (of positive weight),
+        or the weights are invalid, or all zero on the training rows or on the holdout.
     """
     for role, column in (("target", config.target), ("time", config.time_column), ("groups", config.groups),
                          ("weight", config.weight)):
@@ -121,29 +119,33 @@ def split_holdout(frame, config):
         frame = frame.assign(**{config.weight: _checked_weights(frame[config.weight], config.weight)})
     frame, order = _in_time_order(frame, config.time_column)
     n_hold = int(np.ceil(config.holdout_size * len(frame)))
-    if config.groups is not None and config.time_column is None:
-        held, what = _newest_groups(frame[config.groups], n_hold)
-        what += f" of {config.groups!r} (by {order})"
-    else:
-        held, what = np.arange(len(frame)) >= len(frame) - n_hold, f"newest rows by {order}"
-    n_hold = int(held.sum())
     if n_hold < 2 or len(frame) - n_hold < 10:
         raise DataValidationError(f"The snapshot's {len(frame)} rows cannot give a holdout of {config.holdout_size:g} "
                                   "with at least 2 holdout and 10 training rows.")
-    train, hold = frame[~held], frame[held]
-    if hold[config.target].nunique() < 2:
-        raise DataValidationError(f"The holdout ({n_hold} {what}) holds one class only "
-                                  f"({hold[config.target].iloc[0]!r}): no comparison of models is possible on it; "
+    train, hold = frame.iloc[:-n_hold], frame.iloc[-n_hold:]
+    what = f"{n_hold} newest rows by {order}"
+    weight_holdout = None if config.weight is None else _holdout_weights(train, hold, config, what)
+    counted = hold[config.target] if weight_holdout is None else hold[config.target][weight_holdout > 0]
+    if counted.nunique() < 2:
+        raise DataValidationError(f"The holdout ({what}) holds one class only"
+                                  f"{' of positive weight' if weight_holdout is not None else ''} "
+                                  f"({counted.iloc[0]!r}): no comparison of models is possible on it; "
                                   "raise holdout_size.")
     not_features = [c for c in (config.target, config.groups, config.weight) if c is not None]
-    weight_holdout = None if config.weight is None else hold[config.weight].to_numpy()
-    if weight_holdout is not None and not weight_holdout.any():
-        raise DataValidationError(f"Every row of the holdout ({n_hold} {what}) weighs 0 in {config.weight!r}: no "
-                                  "score of it would count; raise holdout_size or check the weights.")
     return Split(train.drop(columns=not_features), train[config.target], hold.drop(columns=not_features),
-                 hold[config.target], f"the {n_hold} {what}",
-                 None if config.groups is None else train[config.groups],
+                 hold[config.target], f"the {what}", None if config.groups is None else train[config.groups],
                  None if config.weight is None else train[config.weight], weight_holdout)
+
+
+def _holdout_weights(train, hold, config, what):
+    """The holdout's weights, rescaled to a mean of 1 (a ROC AUC multiplies weights: 1e-300s underflow);
+    refused when either side's rows all weigh 0."""
+    for part, rows in (("training row (before the holdout)", train), (f"row of the holdout ({what})", hold)):
+        if not rows[config.weight].to_numpy().any():
+            raise DataValidationError(f"Every {part} weighs 0 in {config.weight!r}: no "
+                                      f"{'fit' if part.startswith('training') else 'score'} of them would count; "
+                                      "check the weights or holdout_size.")
+    return kept_weights(hold[config.weight].to_numpy(), np.ones(len(hold), dtype=bool))
 
 
 def _checked_weights(column, name):
@@ -163,12 +165,3 @@ def _in_time_order(frame, time_column):
         raise DataValidationError(f"{bad} value(s) of the time column {time_column!r} are missing or "
                                   "not dates; fix them or remove time_column from the config.")
     return frame.iloc[np.argsort(times.to_numpy(), kind="stable")].drop(columns=time_column), time_column
-
-
-def _newest_groups(groups, n_hold):
-    """A row mask of the groups whose last row is latest, taken whole until ``n_hold`` rows are; its words."""
-    last_row = pd.Series(np.arange(len(groups)), index=groups.index).groupby(groups.to_numpy()).max()
-    newest_first = last_row.sort_values(ascending=False).index
-    covered = groups.value_counts().reindex(newest_first).cumsum().to_numpy()
-    chosen = newest_first[: int(np.searchsorted(covered, n_hold)) + 1]
-    return groups.isin(chosen).to_numpy(), f"rows of the {len(chosen)} newest group(s)"
