@@ -136,6 +136,18 @@ def test_a_champion_that_cannot_score_the_new_data_needs_a_person(first_job, cre
     assert aliases(mlflow_server, "credit") == ("1", [1, 2, 3])
 
 
+def test_a_champion_feature_that_became_the_weight_column_is_named(first_job, credit_g, mlflow_server):
+    tmp, _, _ = first_job
+    before = aliases(mlflow_server, "credit")[0]
+    config = job(tmp, "credit", snapshot(tmp, credit_g, 900, "snap-weighted"), mlflow_server,
+                 data={"weight": "credit_amount"})
+    summary = run_job(read_config(config))
+    assert summary.status == "failed"
+    assert "'credit_amount'. Pass every training column; extra columns are ignored ('credit_amount': a feature of " \
+           "the champion, now the job's groups or weight). Version" in summary.reason, summary.reason
+    assert aliases(mlflow_server, "credit")[0] == before
+
+
 @pytest.mark.parametrize("case, expected", [
     ("missing target", "target column 'class' is not in the snapshot"),
     ("one-class holdout", "The holdout (250 newest rows by file order) holds one class only ('good')"),

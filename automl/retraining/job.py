@@ -363,7 +363,10 @@ def _decide(summary, challenger, champion, split, margin):
     try:
         summary.champion_score = holdout_score(champion, X_hold, y_hold, summary.metric, labels, weights)
     except Exception as exc:  # noqa: BLE001  (the champion no longer runs on this data)
-        _needs_a_person(summary, f"the champion (version {summary.champion_version}) fails on the new data: {exc}")
+        moved = [c for c in split.roles if c in champion.profile_.input_columns]
+        why = f" ({', '.join(map(repr, moved))}: a feature of the champion, now the job's groups or weight)"
+        _needs_a_person(summary, f"the champion (version {summary.champion_version}) fails on the new data: "
+                                 f"{str(exc).rstrip('.')}{why if moved else ''}")
         return
     gain = (summary.challenger_score - summary.champion_score) * (1 if better else -1)
     versus = (f"{summary.metric} {summary.challenger_score:.4f} vs {summary.champion_score:.4f} of version "

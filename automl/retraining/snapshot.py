@@ -84,6 +84,11 @@ class Split:
     weight: pd.Series | None = None
     weight_holdout: np.ndarray | None = None
 
+    @property
+    def roles(self):
+        """The columns of the snapshot that play a role other than feature or target (groups, weight)."""
+        return tuple(s.name for s in (self.groups, self.weight) if s is not None)
+
 
 def split_holdout(frame, config):
     """Training rows and the holdout of the newest rows (by ``time_column``, else the last rows).
