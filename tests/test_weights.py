@@ -56,7 +56,7 @@ def test_weights_are_rescaled_to_mean_one_and_follow_the_rows_a_rare_class_drops
     X = pd.DataFrame({"a": np.arange(12.0)})
     y = ["x"] * 6 + ["y"] * 5 + ["z"]  # "z", seen once, is dropped with its row
     weights = pd.Series(np.arange(1.0, 13.0), index=np.arange(100, 112))  # the index is not the rows' order
-    with pytest.warns(DataRepairWarning, match="seen once"):
+    with pytest.warns(DataRepairWarning, match="seen once"), pytest.warns(UserWarning, match="index of sample_weight"):
         X_clean, _, _, _, groups, kept = check_training_data(X, y, n_folds=2, sample_weight=weights)
     assert groups is None and len(kept) == len(X_clean) == 11
     np.testing.assert_allclose(kept, np.arange(1.0, 12.0) / 6.0)  # 1..11, mean 6
