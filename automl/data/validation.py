@@ -162,7 +162,9 @@ def _warn_if_unaligned(X, named):
         if not isinstance(values, pd.Series) or len(values) != len(X) or values.index.equals(X.index):
             continue
         differ = np.flatnonzero(pd.Series(values.index).ne(pd.Series(X.index)).to_numpy())
-        where = int(differ[0]) if differ.size else 0
+        if not differ.size:  # the same labels under another dtype: nothing to say
+            continue
+        where = int(differ[0])
         warn_user(f"The index of {name} differs from X's (at position {where}: X has {plain_repr(X.index[where])}, "
                   f"{name} has {plain_repr(values.index[where])}): rows are matched by position, as scikit-learn "
                   f"matches them. If they were meant to match by label, pass {name}.loc[X.index].", UserWarning)

@@ -145,11 +145,11 @@ def split_holdout(frame, config):
 def _holdout_weights(train, hold, config, what):
     """The holdout's weights, rescaled to a mean of 1 (a ROC AUC multiplies weights: 1e-300s underflow);
     refused when either side's rows all weigh 0."""
-    for part, rows in (("training row (before the holdout)", train), (f"row of the holdout ({what})", hold)):
+    for part, rows, use in (("training row (before the holdout)", train, "fit"),
+                            (f"row of the holdout ({what})", hold, "score")):
         if not rows[config.weight].to_numpy().any():
-            raise DataValidationError(f"Every {part} weighs 0 in {config.weight!r}: no "
-                                      f"{'fit' if part.startswith('training') else 'score'} of them would count; "
-                                      "check the weights or holdout_size.")
+            raise DataValidationError(f"Every {part} weighs 0 in {config.weight!r}: no {use} of them would "
+                                      "count; check the weights or holdout_size.")
     return kept_weights(hold[config.weight].to_numpy(), np.ones(len(hold), dtype=bool))
 
 
