@@ -28,6 +28,8 @@ def _read_table(path):
 
 def _add_search_arguments(p):
     """The data and the estimator's settings, shared by fit and evaluate."""
+    from .data import MAX_CLASSES
+
     p.add_argument("data", help="CSV or Parquet file with the features and the target")
     p.add_argument("--target", required=True, help="name of the target column")
     p.add_argument("--groups", default=None, metavar="COLUMN",
@@ -68,41 +70,8 @@ def _budget(text):
     return None if text.strip().lower() == "none" else float(text)
 
 
-# A numeric target with more distinct values than this is taken for a regression target.
-MAX_CLASSES = 20
-
-
-def infer_task(y, name="target"):
-    """``"regression"`` for a numeric (not boolean) target with more than MAX_CLASSES values, else classification.
-
-    Logs which it chose and why, so a user can override it with ``--task``.
-    """
-    import pandas as pd
-
-    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
-    n_distinct = int(pd.Series(y).nunique())
-    if not numeric and n_distinct > MAX_CLASSES:
-        _refuse_numbers_with_typos(pd.Series(y), name)
-    task = "regression" if numeric and n_distinct > MAX_CLASSES else "classification"
-    why = (f"numeric with {n_distinct} distinct values" if numeric else f"of dtype {pd.Series(y).dtype}")
-    logger.info("Target %r is %s: task %s (pass --task to choose).", name, why, task)
-    return task
-
-
-def _refuse_numbers_with_typos(y, name):
-    """A text column that is mostly numbers is a numeric target with a few bad cells, not many classes."""
-    import pandas as pd
-
-    present = y.dropna()
-    bad = present[pd.to_numeric(present, errors="coerce").isna()]
-    if len(bad) < 0.1 * len(present):
-        examples = ", ".join(f"{v!r} (row {i})" for i, v in bad.head(5).items())
-        raise ValueError(
-            f"Target {name!r} is text, but {len(present) - len(bad)} of its {len(present)} values are numbers; "
-            f"the others: {examples or 'none (numbers stored as text)'}. Fix or drop those rows, or pass --task.")
-
-
 def _estimator(args, y, **extra):
+    from .data import infer_task
     from .estimators import AutoClassifier, AutoRegressor
 
     task = infer_task(y, args.target) if args.task == "auto" else args.task

@@ -93,7 +93,7 @@ def test_task_is_inferred_from_the_target_and_said(regression_csv, caplog, capsy
         code = main(["fit", str(regression_csv / "train.csv"), "--target", "quality", "--n-trials", "2",
                      "--include", "logreg", "--cv", "3", "--no-tracking", "--out", str(regression_csv / "classified")])
     assert code == 0 and "best CV log_loss" in capsys.readouterr().out
-    assert any("5 distinct values: task classification (pass --task" in r.message for r in caplog.records)
+    assert any("5 distinct values: task classification (--task" in r.message for r in caplog.records)
 
 
 def test_fit_task_regression_then_predict_values(regression_csv, capsys, caplog):

@@ -95,7 +95,7 @@ def test_a_grouped_holdout_keeps_groups_whole_holds_every_class_and_reorders_the
 def test_groups_and_splitters_that_disagree_are_refused_or_reported():
     X = pd.DataFrame({"a": np.arange(40.0)})
     y = np.arange(40) % 2
-    with pytest.raises(DataValidationError, match="groups has 3 groups, fewer than the cv=5 folds: give cv=3"):
+    with pytest.raises(DataValidationError, match="groups has 3 group\\(s\\), fewer than the cv=5 folds: give cv=3"):
         prepare_search(X, y, cv=5, random_state=0, groups=np.arange(40) % 3)
     with pytest.raises(ValueError, match="splits by groups, and none were given: pass fit\\(X, y, groups=...\\)"):
         prepare_search(X, y, cv=GroupKFold(4), random_state=0)
@@ -216,13 +216,14 @@ def test_group_counts_that_would_fail_every_trial_are_refused_before_the_search(
 
     X, y, groups = copied_diabetes
     rare = np.where(np.isin(groups, [7, 8]), "pos", "neg")  # a class of 8 rows in 2 groups
-    with pytest.raises(DataValidationError, match="Class 1 \\(in encoded order\\) lies in 2 group\\(s\\) only: "
-                                                  "with cv=5 .* Give cv=2 or fewer"):
+    with pytest.raises(DataValidationError, match="Class 1 \\(in encoded order\\) lies in 2 group\\(s\\) only "
+                                                  "\\(groups\\): with cv=5 .* Give cv=2 or fewer"):
         prepare_search(X, rare, cv=5, random_state=0, groups=groups)
     with pytest.raises(ValueError, match="cv=LeaveOneGroupOut\\(\\) splits by groups, and none were given"):
         prepare_search(X, y, cv=LeaveOneGroupOut(), random_state=0)
     model = AutoClassifier(**FIT, n_trials=1, include=["logreg"])
-    with pytest.raises(DataValidationError, match="groups has 2 groups, fewer than the outer_cv=3 folds"):
+    with pytest.raises(DataValidationError,
+                       match="groups has 2 group\\(s\\), fewer than the outer_cv=3 folds: give outer_cv=2 or"):
         nested_cv(model, X, y, outer_cv=3, random_state=0, groups=groups % 2)
 
 

@@ -70,8 +70,21 @@ def test_best_trial_rebuilds_with_its_target_transform(abalone, fitted):
 def test_log_target_is_offered_only_for_a_non_negative_skewed_target(abalone):
     X, _, y, _ = abalone
     shifted = AutoRegressor(**dict(TINY, n_trials=4)).fit(X.iloc[:400], y.iloc[:400] - 10.0)
-    assert {t.params["target"] for t in shifted.study_.trials} == {"standard"}
+    assert [t.params.get("target") for t in shifted.study_.trials] == [None] * 4  # no choice, no parameter
     assert shifted.profile_.target_stats["min"] < 0
+
+
+def test_a_study_continued_on_a_target_that_lost_its_log_choice_completes_its_trials(abalone, tmp_path):
+    # A retraining job's next snapshot: the same study, a target turned negative. Optuna refuses a
+    # parameter whose choices change within a study, so the choice must not be a one-choice parameter.
+    X, _, y, _ = abalone
+    settings = dict(TINY, n_trials=3, storage=f"sqlite:///{tmp_path / 'optuna.db'}", study_name="snapshots")
+    first = AutoRegressor(**settings).fit(X.iloc[:400], y.iloc[:400])
+    assert {t.params["target"] for t in first.study_.trials} <= {"standard", "log"}
+    second = AutoRegressor(**settings).fit(X.iloc[400:800], y.iloc[400:800] - 10.0)
+    board = second.leaderboard_
+    assert len(board) == 3 and "FAIL" not in set(board["state"]) and "COMPLETE" in set(board["state"]), board
+    assert len(second.study_.trials) == 6
 
 
 def test_same_seed_same_leaderboard(abalone):

@@ -17,11 +17,11 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import roc_auc_score, root_mean_squared_error
 
 from automl.cli import main
 from automl.datasets import load_dataset
-from automl.exceptions import ConfigError
+from automl.exceptions import ConfigError, DataValidationError
 from automl.retraining import EXIT_CODES, JobBusyError, job_lock, load_snapshot, read_config, run_job, split_holdout
 from automl.tracking import global_tracking_uri
 
@@ -278,8 +278,14 @@ GOOD = {"data": {"path": "d.csv", "target": "y"}, "mlflow": {"model_name": "m"}}
     ({"promotion": {"holdout_size": 1.5}}, r"holdout_size must be > 0 and < 1, got 1.5"),
     ({"promotion": {"margin": float("nan")}}, r"margin must be a finite number, got nan"),
     ({"search": {"time_budget": float("inf")}}, r"time_budget must be a finite number, got inf"),
-    ({"search": {"metric": "auc"}}, r"metric 'auc' is unknown; the metrics are \['accuracy'"),
+    ({"search": {"metric": "auc"}}, r"metric 'auc' is unknown for task 'auto'; the metrics are \{'classification': "
+                                    r"\['accuracy'.*'regression': \['mae', 'r2', 'rmse'\]\}"),
+    ({"search": {"metric": "rmse", "task": "classification"}},
+     r"metric 'rmse' is unknown for task 'classification'; the metrics are \['accuracy'"),
+    ({"search": {"task": "ranking"}}, r'task must be "auto", "classification" or "regression", got \'ranking\''),
     ({"search": {"include": ["hgb", "lightgbm"]}}, r"unknown model families \['lightgbm'\]"),
+    ({"search": {"include": ["ridge"], "task": "classification"}}, r"unknown model families \['ridge'\]"),
+    ({"search": {"include": ["logreg"], "metric": "mae"}}, r"unknown model families \['logreg'\]"),
     ({"data": {"target": "y", "path": "d.csv", "sql_query": "select 1", "sql_url": "sqlite://"}},
      "exactly one source"),
     ({"data": {"target": "y", "sql_query": "select 1"}}, "sql_query and sql_url go together"),
@@ -313,7 +319,9 @@ def test_config_defaults_and_relative_paths(tmp_path):
     path.write_text(toml({"data": {**GOOD["data"], "time_column": "t", "groups": "g"}, "mlflow": GOOD["mlflow"]}))
     assert read_config(path).cv == 5  # grouped folds: time order and groups do not go together
     path.write_text(toml(GOOD) + "[search]\ncv = 3\n")
-    assert read_config(path).cv == 3
+    assert read_config(path).cv == 3 and read_config(path).task == "auto"
+    path.write_text(toml(GOOD) + "[search]\nmetric = \"mae\"\n")
+    assert read_config(path).task == "regression"  # a metric of one task settles it
     with pytest.raises(ConfigError, match="not valid TOML"):
         path.write_text("[data\n")
         read_config(path)
@@ -356,6 +364,22 @@ def test_with_groups_the_holdout_is_still_the_newest_rows_and_groups_leave_the_f
     with pytest.raises(Exception, match=r"2 row\(s\) of the snapshot have no value in the groups column 'batch'"):
         split_holdout(frame.assign(batch=frame["batch"].where(~frame.index.isin([1, 91]))),
                       _config(tmp_path, groups="batch"))
+
+
+@pytest.mark.parametrize("batch, bad, message", [
+    (np.arange(200) // 50, None, r"\[data\] groups = 'batch' \(training rows\) has 3 group\(s\), fewer than the "
+                                 r"\[search\] cv=5 folds: give \[search\] cv=3 or fewer, or more groups\."),
+    (np.zeros(200, int), None, r"has 1 group\(s\), .* grouped folds need at least 2; give more groups\."),
+    (np.arange(200) // 7, [0, 25], r"Class 'bad' lies in 1 group\(s\) only \(\[data\] groups = 'batch' "
+                                   r"\(training rows\)\): with \[search\] cv=5 .* Grouped folds need at least 2; give"),
+])
+def test_grouped_folds_that_cannot_be_made_are_refused_before_the_fit_naming_the_settings(
+        tmp_path, credit_g, batch, bad, message):
+    frame = credit_g.head(200).assign(batch=batch)
+    if bad is not None:  # 'bad' only in the given batches: one of them is in the training rows
+        frame["class"] = np.where(np.isin(batch, bad), "bad", "good")
+    with pytest.raises(DataValidationError, match=message):
+        split_holdout(frame, _config(tmp_path, groups="batch"))
 
 
 def test_weight_column_is_checked_in_snapshot_rows_and_weighs_the_holdout(tmp_path, credit_g):
@@ -401,6 +425,45 @@ def test_job_with_groups_and_weights_fits_grouped_and_scores_weighted(tmp_path, 
     expected = roc_auc_score(hold["class"] == "good", proba, sample_weight=hold["cost"])
     assert summary.challenger_score == pytest.approx(expected, abs=1e-12)
     assert abs(expected - roc_auc_score(hold["class"] == "good", proba)) > 1e-6  # the weights changed the score
+
+
+def test_a_numeric_target_is_retrained_as_a_regressor_scored_by_rmse_and_keeps_its_task(
+        tmp_path, load_shared, mlflow_server):
+    # abalone's ring counts (28 values) were fit as a 28-class classifier, silently (issue 28).
+    X, y = load_shared("abalone.csv", "Class_Rings")
+    frame = X.assign(rings=y)
+    search = {"n_trials": 3, "include": ["ridge", "hgb"], "random_state": 0}
+    config = job(tmp_path, "rings", snapshot(tmp_path, frame, 800, "snap1"), mlflow_server, search=search,
+                 data={"target": "rings"})
+    first = run_job(read_config(config))
+    assert (first.status, first.task, first.metric) == ("promoted", "regression", "rmse"), first.reason
+    with global_tracking_uri(mlflow_server):
+        from automl.tracking import load_mlflow_model
+
+        champion = load_mlflow_model("models:/rings/1")
+    hold = frame.iloc[600:800]
+    expected = root_mean_squared_error(hold["rings"], champion.predict(hold.drop(columns="rings")))
+    assert first.challenger_score == pytest.approx(expected, abs=1e-9)
+    assert f"rmse {expected:.4f} on the 200 newest rows" in first.reason
+
+    # Rings capped at 12: 12 values, which alone would be read as classes; the champion keeps the task.
+    capped = frame.assign(rings=frame["rings"].clip(upper=12))
+    config = job(tmp_path, "rings", snapshot(tmp_path, capped, 1000, "snap2"), mlflow_server, search=search,
+                 data={"target": "rings"}, promotion={"margin": 100.0})
+    second = run_job(read_config(config))
+    assert (second.status, second.task) == ("kept", "regression"), second.reason
+    stats = second.drift["target_stats"]
+    assert stats["max"] == [float(frame["rings"].iloc[:600].max()), 12.0]  # the champion trained on rows 0-599
+    assert stats["mean"][1] == pytest.approx(capped["rings"].iloc[:750].mean())
+    assert second.drift["target_shift"] == pytest.approx(abs(stats["mean"][1] - stats["mean"][0]) / stats["std"][0])
+    assert "class_share" not in second.drift
+
+    # A job that names another task for this model is refused before any fit.
+    config = job(tmp_path, "rings", snapshot(tmp_path, capped, 1100, "snap3"), mlflow_server,
+                 search={**search, "task": "classification", "include": ["logreg"]}, data={"target": "rings"})
+    third = run_job(read_config(config))
+    assert third.status == "failed" and "is a regression model, and a registered model keeps one task" in third.reason
+    assert aliases(mlflow_server, "rings") == ("1", [1, 2])
 
 
 def test_margin_zero_moves_the_alias_exactly_when_the_challenger_is_better(first_job, credit_g, mlflow_server):

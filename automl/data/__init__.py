@@ -11,13 +11,14 @@ worker processes, in :mod:`automl.data.memory`.
 from .groups import check_groups, groups_across
 from .identifiers import IDENTIFIER_DISTINCT_RATIO, IDENTIFIER_MIN_DISTINCT, identifier_distinct_count
 from .memory import memory_mapped
-from .target import MAX_DROPPED_SHARE, class_counts_of, encode_target, regression_target, training_classes, widen_proba
-from .validation import DatasetProfile, check_prediction_data, check_training_data
+from .target import (MAX_CLASSES, MAX_DROPPED_SHARE, class_counts_of, encode_target, infer_task, regression_target,
+                     training_classes, widen_proba)
+from .validation import DatasetProfile, check_prediction_data, check_training_data, target_stats
 from .weights import check_sample_weight, kept_weights
 
 __all__ = [
-    "DatasetProfile", "IDENTIFIER_DISTINCT_RATIO", "IDENTIFIER_MIN_DISTINCT", "MAX_DROPPED_SHARE",
+    "DatasetProfile", "IDENTIFIER_DISTINCT_RATIO", "IDENTIFIER_MIN_DISTINCT", "MAX_CLASSES", "MAX_DROPPED_SHARE",
     "check_groups", "check_prediction_data", "check_sample_weight", "check_training_data", "class_counts_of", "encode_target",
-    "groups_across", "regression_target",
-    "identifier_distinct_count", "kept_weights", "memory_mapped", "training_classes", "widen_proba",
+    "groups_across", "infer_task", "regression_target",
+    "identifier_distinct_count", "kept_weights", "memory_mapped", "target_stats", "training_classes", "widen_proba",
 ]

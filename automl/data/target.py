@@ -13,6 +13,7 @@ Regression: the values must be numbers (bools, text and categories of text are r
 stored as text get their own error), with none missing or infinite; the errors count them.
 """
 
+import logging
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,8 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import column_or_1d
 
 from ..exceptions import DataRepairWarning, DataValidationError, listing, warn_user
+
+logger = logging.getLogger(__name__)
 
 # Share of rows in single-member classes above which y is refused rather than repaired.
 MAX_DROPPED_SHARE = 0.10
@@ -299,3 +302,41 @@ def class_counts_of(model):
     """Training rows of each class in ``model.classes_`` (models saved before ``class_counts_`` have the profile's)."""
     counts = getattr(model, "class_counts_", None)
     return tuple(int(n) for n in (model.profile_.class_counts if counts is None else counts))
+
+
+# A numeric target with more distinct values than this is taken for a regression target.
+MAX_CLASSES = 20
+
+
+def infer_task(y, name="target"):
+    """``"regression"`` for a numeric (not boolean) target with more than MAX_CLASSES values, else classification.
+
+    Logs which it chose and why, so that a user can choose otherwise (``--task``, ``[search] task``).
+
+    Raises
+    ------
+    DataValidationError
+        If ``y`` is text of which at least 90% are numbers: a numeric target with a few bad cells (named
+        in the message), not many classes.
+    """
+    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    n_distinct = int(pd.Series(y).nunique())
+    if not numeric and n_distinct > MAX_CLASSES:
+        _refuse_numbers_with_typos(pd.Series(y), name)
+    task = "regression" if numeric and n_distinct > MAX_CLASSES else "classification"
+    why = (f"numeric with {n_distinct} distinct values" if numeric else f"of dtype {pd.Series(y).dtype}")
+    logger.info("Target %r is %s: task %s (--task, or [search] task of a retraining job, chooses).", name, why,
+                task)
+    return task
+
+
+def _refuse_numbers_with_typos(y, name):
+    """A text column that is mostly numbers is a numeric target with a few bad cells, not many classes."""
+    present = y.dropna()
+    bad = present[pd.to_numeric(present, errors="coerce").isna()]
+    if len(bad) < 0.1 * len(present):
+        examples = ", ".join(f"{v!r} (row {i})" for i, v in bad.head(5).items())
+        raise DataValidationError(
+            f"Target {name!r} is text, but {len(present) - len(bad)} of its {len(present)} values are numbers; "
+            f"the others: {examples or 'none (numbers stored as text)'}. Fix or drop those rows, or choose the task "
+            "(--task, [search] task).")

@@ -271,7 +271,7 @@ def check_training_data(X, y, *, n_folds, task="classification", groups=None, sa
     profile = _build_profile(X_clean, kinds, dropped, counts, fingerprint, identifiers)
     profile = dataclasses.replace(profile, dtypes=dtypes)
     if task == "regression":
-        profile = dataclasses.replace(profile, task="regression", target_stats=_target_stats(y_encoded))
+        profile = dataclasses.replace(profile, task="regression", target_stats=target_stats(y_encoded))
     if groups is not None or sample_weight is not None:
         return X_clean, y_encoded, classes, profile, group_codes, weights
     return X_clean, y_encoded, classes, profile
@@ -581,8 +581,9 @@ def _build_profile(X_clean, kinds, dropped, class_counts, fingerprint, identifie
     )
 
 
-def _target_stats(y):
-    """Summary of a regression target: the report shows it, the search space reads its sign and skew."""
+def target_stats(y):
+    """``min, max, mean, std, skew`` of a regression target ``y`` (array of shape (n_samples,)) as floats: the
+    report shows them, the search space reads the sign and the skew, the retraining job compares them."""
     return {"min": float(y.min()), "max": float(y.max()), "mean": float(y.mean()), "std": float(y.std()),
             "skew": float(scipy.stats.skew(y))}
 

@@ -10,8 +10,10 @@ A complete file (only ``data.target``, a data source and ``mlflow.model_name`` a
     weight = "exposure"          # optional: row weights for every fit and score, the holdout's too
 
     [search]
+    task = "auto"                # or "classification", "regression"; auto: the champion's task, else the
+                                 # metric's, else regression for a numeric target of more than 20 values
     time_budget = 300            # seconds
-    metric = "roc_auc"           # default: ROC AUC for two classes, log loss for more
+    metric = "roc_auc"           # default: ROC AUC for two classes, log loss for more; RMSE for regression
     n_jobs = 2
     random_state = 0             # fixed, so a restarted job reuses the killed one's trials
     storage = "sqlite:///retrain/optuna.db"   # Optuna storage; default: work_dir/optuna.db
@@ -50,7 +52,7 @@ _NUMBER = (int, float)
 SCHEMA = {
     "data": {"path": (str, False), "sql_url": (str, False), "sql_query": (str, False),
              "target": (str, True), "time_column": (str, False), "groups": (str, False), "weight": (str, False)},
-    "search": {"time_budget": (_NUMBER, False), "n_trials": (int, False), "metric": (str, False),
+    "search": {"task": (str, False), "time_budget": (_NUMBER, False), "n_trials": (int, False), "metric": (str, False),
                "n_jobs": (int, False), "random_state": (int, False), "storage": (str, False),
                "study_name": (str, False), "include": (list, False), "cv": ((int, str), False)},
     "mlflow": {"tracking_uri": (str, False), "experiment_name": (str, False), "model_name": (str, True)},
@@ -86,6 +88,7 @@ class JobConfig:
     experiment_name: str = "automl-retrain"
     margin: float = 0.0
     holdout_size: float = 0.2
+    task: str = "auto"
 
 
 def read_config(path):
@@ -193,17 +196,28 @@ def _check_columns(values, path):
 
 
 def _check_names(values, path):
-    """metric and include against what the library knows, before any data is read."""
-    from ..search import CLASSIFICATION_METRICS
-    from ..space import DEFAULT_COMPONENTS
+    """task, metric and include against what the library knows, before any data is read; a metric of one
+    task only settles ``task = "auto"``."""
+    from ..search import CLASSIFICATION_METRICS, REGRESSION_METRICS
+    from ..space import DEFAULT_COMPONENTS, REGRESSION_COMPONENTS
 
-    if "metric" in values and values["metric"] not in CLASSIFICATION_METRICS:
-        raise ConfigError(f"{path}: [search] metric {values['metric']!r} is unknown; the metrics are "
-                          f"{sorted(CLASSIFICATION_METRICS)}.")
-    unknown = [k for k in values.get("include", ()) if k not in {c.key for c in DEFAULT_COMPONENTS}]
+    metrics = {"classification": sorted(CLASSIFICATION_METRICS), "regression": sorted(REGRESSION_METRICS)}
+    task = values.setdefault("task", "auto")
+    if task not in ("auto", *metrics):
+        raise ConfigError(f"{path}: [search] task must be \"auto\", \"classification\" or \"regression\", "
+                          f"got {task!r}.")
+    if "metric" in values:
+        of = [name for name, known in metrics.items() if values["metric"] in known and task in ("auto", name)]
+        if not of:
+            raise ConfigError(f"{path}: [search] metric {values['metric']!r} is unknown for task {task!r}; the "
+                              f"metrics are {metrics if task == 'auto' else metrics[task]}.")
+        values["task"] = task = of[0]
+    families = {"classification": DEFAULT_COMPONENTS, "regression": REGRESSION_COMPONENTS}
+    known = {c.key for name, components in families.items() if task in ("auto", name) for c in components}
+    unknown = [k for k in values.get("include", ()) if k not in known]
     if unknown:
         raise ConfigError(f"{path}: [search] include names unknown model families {unknown}; they are "
-                          f"{[c.key for c in DEFAULT_COMPONENTS]}.")
+                          f"{sorted(known)}.")
 
 
 def _check_range(values, key, low, high, path, section, closed=False):

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import class_counts_of
+from ..data import class_counts_of, target_stats
 from .config import read_config
-from .snapshot import load_snapshot, snapshot_fingerprint, split_holdout
+from .snapshot import check_columns, load_snapshot, snapshot_fingerprint, split_holdout
 
 __all__ = ["EXIT_CODES", "JobSummary", "read_config", "run_job"]
 
@@ -58,6 +58,7 @@ class JobSummary:
     status: str
     reason: str
     model_name: str = ""
+    task: str = ""
     metric: str = ""
     challenger_version: str | None = None
     champion_version: str | None = None
@@ -140,13 +141,15 @@ def _retrain(config):
 
     frame = load_snapshot(config)
     snapshot = snapshot_fingerprint(frame)
-    split = split_holdout(frame, config)
+    check_columns(frame, config)
     client = MlflowClient(config.tracking_uri)
     champion_version, champion = load_champion(client, config.model_name)
+    task = job_task(config, champion, champion_version, frame[config.target])
+    split = split_holdout(frame, config, task)
     holdout = split.description + (f", weighted by {config.weight!r}" if config.weight is not None else "")
-    summary = JobSummary("failed", "", model_name=config.model_name, snapshot=snapshot, holdout=holdout,
-                         rows={"train": len(split.X), "holdout": len(split.X_holdout)}, margin=config.margin,
-                         champion_version=champion_version)
+    summary = JobSummary("failed", "", model_name=config.model_name, task=task, snapshot=snapshot,
+                         holdout=holdout, rows={"train": len(split.X), "holdout": len(split.X_holdout)},
+                         margin=config.margin, champion_version=champion_version)
     summary.drift = compare_with_champion(champion, split.X, split.y) if champion is not None else {}
     logger.info("Snapshot %s, %d training and %d holdout rows; against champion version %s: %s", snapshot,
                 len(split.X), len(split.X_holdout), champion_version,
@@ -178,6 +181,31 @@ def load_champion(client, name):
     return version.version, _load_version(client, name, version.version)
 
 
+def job_task(config, champion, champion_version, y):
+    """The job's task: ``[search] task``, else the champion's, else the target's (:func:`automl.data.infer_task`).
+
+    The champion's task wins over the target's: a target whose distinct values fall to 20 or fewer in one
+    snapshot stays a regression target, and the study keeps one kind of trials.
+
+    Raises
+    ------
+    ValueError
+        If ``[search] task`` differs from the champion's: a registered model keeps one task.
+    """
+    from sklearn.base import is_regressor
+
+    from ..data import infer_task
+
+    held = None if champion is None else ("regression" if is_regressor(champion) else "classification")
+    if config.task == "auto":
+        return held or infer_task(y, config.target)
+    if held not in (None, config.task):
+        raise ValueError(f"[search] task = {config.task!r}, but the champion (version {champion_version}) of "
+                         f"{config.model_name!r} is a {held} model, and a registered model keeps one task: give "
+                         "the new task its own model_name (and study_name).")
+    return config.task
+
+
 def _load_version(client, name, version):
     from ..tracking import global_tracking_uri, load_mlflow_model
 
@@ -193,8 +221,10 @@ def compare_with_champion(champion, X, y):
     -------
     drift : dict
         ``new_columns`` and ``missing_columns`` (lists), ``new_categories`` (column -> up to 10 new
-        levels and their count), ``class_share`` (label -> [champion's share, snapshot's share])
-        and ``class_shift``, the largest absolute change of a class's share.
+        levels and their count); for a classifier ``class_share`` (label -> [champion's share, snapshot's
+        share]) and ``class_shift``, the largest absolute change of a class's share; for a regressor
+        ``target_stats`` (``min``, ``max``, ``mean``, ``std``, ``skew`` -> [champion's, snapshot's]) and
+        ``target_shift``, the change of the mean in the champion's standard deviations.
     """
     profile = champion.profile_
     columns = list(map(str, X.columns))
@@ -204,18 +234,27 @@ def compare_with_champion(champion, X, y):
             new = sorted(set(X[column].dropna().astype(str)) - set(profile.categories[column]))
             if new:
                 new_categories[column] = {"count": len(new), "levels": new[:10]}
+    return {
+        "new_columns": [c for c in columns if c not in profile.input_columns],
+        "missing_columns": [c for c in profile.input_columns if c not in columns],
+        "new_categories": new_categories,
+        **(_target_drift(profile, y) if profile.task == "regression" else _class_drift(champion, y)),
+    }
+
+
+def _class_drift(champion, y):
     counts = class_counts_of(champion)
     before = np.asarray(counts, dtype=float) / sum(counts)
     shares = {str(c): [float(s), 0.0] for c, s in zip(champion.classes_, before)}
     for label, share in y.astype(str).value_counts(normalize=True).items():
         shares.setdefault(label, [0.0, 0.0])[1] = float(share)
-    return {
-        "new_columns": [c for c in columns if c not in profile.input_columns],
-        "missing_columns": [c for c in profile.input_columns if c not in columns],
-        "new_categories": new_categories,
-        "class_share": shares,
-        "class_shift": max(abs(a - b) for a, b in shares.values()),
-    }
+    return {"class_share": shares, "class_shift": max(abs(a - b) for a, b in shares.values())}
+
+
+def _target_drift(profile, y):
+    before, now = profile.target_stats, target_stats(y.to_numpy(dtype=float))
+    shift = abs(now["mean"] - before["mean"]) / (before["std"] or 1.0)  # a constant target: in its unit
+    return {"target_stats": {k: [before[k], now[k]] for k in before}, "target_shift": shift}
 
 
 def warm_start(storage, study_name, snapshot, marker, top_k=WARM_START_TOP_K):
@@ -263,11 +302,11 @@ def warm_start(storage, study_name, snapshot, marker, top_k=WARM_START_TOP_K):
 
 
 def _fit_challenger(config, split, snapshot, summary):
-    from ..estimators import AutoClassifier
+    from ..estimators import AutoClassifier, AutoRegressor
 
     enqueued = warm_start(config.storage, config.study_name, snapshot,
                           config.work_dir / "warm_started" / f"{config.study_name}-{snapshot}")
-    model = AutoClassifier(
+    model = (AutoRegressor if summary.task == "regression" else AutoClassifier)(
         time_budget=config.time_budget, n_trials=config.n_trials, metric=config.metric, n_jobs=config.n_jobs,
         cv=config.cv, random_state=config.random_state, storage=config.storage, study_name=config.study_name,
         include=None if config.include is None else list(config.include),
@@ -323,14 +362,16 @@ def _version_of_snapshot(client, name, snapshot):
 
 
 def holdout_score(model, X, y, metric_name, labels, sample_weight=None):
-    """``metric_name`` of ``model`` on the holdout, its probabilities aligned to ``labels`` (as str),
-    weighted by ``sample_weight`` (shape (n_samples,)) when given.
+    """``metric_name`` of ``model`` on the holdout, weighted by ``sample_weight`` (shape (n_samples,)) when
+    given; a classifier's probabilities aligned to ``labels`` (as str), None for a regressor.
 
     A class the model never saw gets probability 0, so models trained on different class sets are
     scored on the same footing.
     """
     from ..search import get_metric
 
+    if labels is None:
+        return float(get_metric(metric_name, 0)(y.to_numpy(dtype=float), model.predict(X), sample_weight))
     proba = model.predict_proba(X)
     aligned = np.zeros((len(X), len(labels)))
     for column, label in enumerate(map(str, model.classes_)):
@@ -343,10 +384,11 @@ def _decide(summary, challenger, champion, split, margin):
     from ..search import get_metric
 
     X_hold, y_hold, weights = split.X_holdout, split.y_holdout, split.weight_holdout
-    labels = sorted({*map(str, challenger.classes_), *map(str, y_hold.unique()),
-                     *(map(str, champion.classes_) if champion is not None else ())})
+    labels = None if summary.task == "regression" else sorted(
+        {*map(str, challenger.classes_), *map(str, y_hold.unique()),
+         *(map(str, champion.classes_) if champion is not None else ())})
     summary.challenger_score = holdout_score(challenger, X_hold, y_hold, summary.metric, labels, weights)
-    better = get_metric(summary.metric, len(labels)).greater_is_better
+    better = get_metric(summary.metric, 0 if labels is None else len(labels)).greater_is_better
     where = f"on {summary.holdout}"
     if champion is None:
         summary.status = "promoted"
@@ -355,8 +397,9 @@ def _decide(summary, challenger, champion, split, margin):
     if summary.champion_version == summary.challenger_version:  # promoted by a job killed before its record
         summary.status, summary.reason = "promoted", "already the champion: an earlier attempt promoted it"
         return
-    known = set(map(str, champion.classes_))
-    new_classes = sorted((set(map(str, y_hold.unique())) | set(map(str, challenger.classes_))) - known)
+    known = set(map(str, getattr(champion, "classes_", ())))
+    new_classes = [] if labels is None else sorted(
+        (set(map(str, y_hold.unique())) | set(map(str, challenger.classes_))) - known)
     if new_classes:
         _needs_a_person(summary, f"the snapshot has class(es) the champion never saw: {new_classes}")
         return

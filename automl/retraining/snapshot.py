@@ -10,8 +10,9 @@ import pandas as pd
 
 from ..data import check_sample_weight, kept_weights
 from ..exceptions import DataValidationError
+from ..search import check_group_counts
 
-__all__ = ["Split", "load_snapshot", "snapshot_fingerprint", "split_holdout"]
+__all__ = ["Split", "check_columns", "load_snapshot", "snapshot_fingerprint", "split_holdout"]
 
 
 def load_snapshot(config):
@@ -90,13 +91,21 @@ class Split:
         return tuple(s.name for s in (self.groups, self.weight) if s is not None)
 
 
-def split_holdout(frame, config):
+def split_holdout(frame, config, task="classification"):
     """Training rows and the holdout of the newest rows (by ``time_column``, else the last rows).
 
     The time column only orders the rows; it is not a feature (a model would extrapolate it). The
     groups and weight columns are not features either. The holdout is the newest rows with groups too:
     it must be rows neither model trained on, and the champion trained on the older rows of the same
     groups (holding out whole groups would put those rows in the holdout and favour the champion).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The snapshot, in file order.
+    config : JobConfig
+    task : {"classification", "regression"}
+        The job's task: the class checks below are for classification only.
 
     Returns
     -------
@@ -108,18 +117,10 @@ def split_holdout(frame, config):
         If the target, time, groups or weight column is missing (the columns present are listed), the
         target or groups column has a missing value, the time column has values that are not dates,
         too few rows are left on either side, the holdout holds one class only (of positive weight),
-        or the weights are invalid, or all zero on the training rows or on the holdout.
+        the weights are invalid, or all zero on the training rows or on the holdout, or the training rows
+        cannot make the grouped folds of ``[search] cv`` (:func:`automl.search.check_group_counts`).
     """
-    for role, column in (("target", config.target), ("time", config.time_column), ("groups", config.groups),
-                         ("weight", config.weight)):
-        if column is not None and column not in frame.columns:
-            raise DataValidationError(f"The {role} column {column!r} is not in the snapshot; its columns are "
-                                      f"{list(map(str, frame.columns))}.")
-    for role, column in (("target", config.target), ("groups", config.groups)):
-        missing = 0 if column is None else int(frame[column].isna().sum())
-        if missing:
-            raise DataValidationError(f"{missing} row(s) of the snapshot have no value in the {role} column "
-                                      f"{column!r}; drop or label them.")
+    check_columns(frame, config)
     if config.weight is not None:  # rows numbered as in the snapshot, before any reordering
         frame = frame.assign(**{config.weight: _checked_weights(frame[config.weight], config.weight)})
     frame, order = _in_time_order(frame, config.time_column)
@@ -131,15 +132,39 @@ def split_holdout(frame, config):
     what = f"{n_hold} newest rows by {order}"
     weight_holdout = None if config.weight is None else _holdout_weights(train, hold, config, what)
     counted = hold[config.target] if weight_holdout is None else hold[config.target][weight_holdout > 0]
-    if counted.nunique() < 2:
+    if task == "classification" and counted.nunique() < 2:
         raise DataValidationError(f"The holdout ({what}) holds one class only"
                                   f"{' of positive weight' if weight_holdout is not None else ''} "
                                   f"({counted.iloc[0]!r}): no comparison of models is possible on it; "
                                   "raise holdout_size.")
+    if config.groups is not None:
+        _check_groups(train, config, task)
     not_features = [c for c in (config.target, config.groups, config.weight) if c is not None]
     return Split(train.drop(columns=not_features), train[config.target], hold.drop(columns=not_features),
                  hold[config.target], f"the {what}", None if config.groups is None else train[config.groups],
                  None if config.weight is None else train[config.weight], weight_holdout)
+
+
+def check_columns(frame, config):
+    """Refuse a snapshot without the config's target, time, groups or weight column, or with a missing target
+    or groups value; the messages name the column (and list the snapshot's columns)."""
+    for role, column in (("target", config.target), ("time", config.time_column), ("groups", config.groups),
+                         ("weight", config.weight)):
+        if column is not None and column not in frame.columns:
+            raise DataValidationError(f"The {role} column {column!r} is not in the snapshot; its columns are "
+                                      f"{list(map(str, frame.columns))}.")
+    for role, column in (("target", config.target), ("groups", config.groups)):
+        missing = 0 if column is None else int(frame[column].isna().sum())
+        if missing:
+            raise DataValidationError(f"{missing} row(s) of the snapshot have no value in the {role} column "
+                                      f"{column!r}; drop or label them.")
+
+
+def _check_groups(train, config, task):
+    """The search's check of grouped folds, run before the fit so that it names the config's settings."""
+    classes, codes = np.unique(train[config.target].to_numpy(), return_inverse=True)
+    check_group_counts(train[config.groups].to_numpy(), codes, config.cv, task, name="[search] cv",
+                       source=f"[data] groups = {config.groups!r} (training rows)", classes=classes)
 
 
 def _holdout_weights(train, hold, config, what):

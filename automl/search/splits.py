@@ -22,7 +22,7 @@ from sklearn.model_selection import (
     TimeSeriesSplit,
 )
 
-from ..exceptions import DataValidationError
+from ..exceptions import DataValidationError, plain_repr
 
 # cv="time": the folds of scikit-learn's TimeSeriesSplit default (5), each validating the next sixth of the rows.
 TIME_SPLITS = 5
@@ -130,8 +130,12 @@ def make_folds(cv, X, y, seed, task, groups=None, order=None):
         raise
 
 
-def check_group_counts(groups, y, n_splits, task, name="cv"):
+def check_group_counts(groups, y, n_splits, task, name="cv", source="groups", classes=None):
     """Refuse grouped folds that cannot be made, or would leave a class of two out of a fold's validation rows.
+
+    ``groups`` and ``y`` are arrays of shape (n_samples,), ``y`` encoded (0 and 1 for two classes);
+    ``name`` is the setting that gave ``n_splits`` and ``source`` the groups' name, both for the message;
+    ``classes`` names the codes of ``y`` (else "Class 0 (in encoded order)").
 
     Raises
     ------
@@ -140,19 +144,27 @@ def check_group_counts(groups, y, n_splits, task, name="cv"):
         ``n_splits`` (some folds would validate no row of it: ROC AUC is undefined there, and every trial
         would fail).
     """
-    n_groups = int(groups.max()) + 1
+    n_groups = len(np.unique(groups))
     if n_groups < n_splits:
-        raise DataValidationError(f"groups has {n_groups} groups, fewer than the {name}={n_splits} folds: "
-                                  f"give {name}={max(2, n_groups)} or fewer.")
+        raise DataValidationError(f"{source} has {n_groups} group(s), fewer than the "
+                                  f"{name}={n_splits} folds: {_fewer_folds(name, n_groups, 'more groups')}.")
     if task == "regression" or int(y.max()) != 1:
         return
-    for label in (0, 1):
-        held = len(np.unique(groups[y == label]))
+    for code in (0, 1):
+        held = len(np.unique(groups[y == code]))
         if held < n_splits:
+            label = f"Class {code} (in encoded order)" if classes is None else f"Class {plain_repr(classes[code])}"
+            fix = _fewer_folds(name, held, "data with that class in more groups")
             raise DataValidationError(
-                f"Class {label} (in encoded order) lies in {held} group(s) only: with {name}={n_splits} grouped "
-                f"folds some would validate no row of it, and no score could be computed there. Give {name}="
-                f"{max(2, held)} or fewer, or data with that class in more groups.")
+                f"{label} lies in {held} group(s) only ({source}): with {name}={n_splits} grouped folds some "
+                f"would validate no row of it, and no score could be computed there. {fix[:1].upper()}{fix[1:]}.")
+
+
+def _fewer_folds(name, most, otherwise):
+    """What to do when only ``most`` folds can be made: grouped folds need 2 groups at least."""
+    if most < 2:
+        return f"grouped folds need at least 2; give {otherwise}"
+    return f"give {name}={most} or fewer, or {otherwise}"
 
 
 def _time_folds(splitter, y, order, times):

@@ -86,12 +86,15 @@ def _target_transform(trial, profile, pipeline):
     Standardizing makes every family's ranges (SVR's epsilon, ridge's alpha, an MLP's initial scale)
     independent of the target's unit. ``log1p`` is a searched choice only for a non-negative target
     with a skew of 1 or more (highly skewed, by Bulmer's 1979 rule of thumb); it fits relative errors,
-    which RMSE on the original scale may or may not reward, so the search decides.
+    which RMSE on the original scale may or may not reward, so the search decides. Where there is no
+    choice, nothing is suggested: a study continued on a target that lost its sign or its skew (a
+    retraining job's next snapshot) would fail every trial on a parameter whose choices changed, which
+    Optuna refuses.
     """
     stats = profile.target_stats or {}
-    choices = ["standard", "log"] if stats.get("min", -1.0) >= 0 and stats.get("skew", 0.0) >= 1.0 else ["standard"]
     transformer = StandardScaler()
-    if trial.suggest_categorical("target", choices) == "log":
+    offered = stats.get("min", -1.0) >= 0 and stats.get("skew", 0.0) >= 1.0
+    if offered and trial.suggest_categorical("target", ["standard", "log"]) == "log":
         transformer = make_pipeline(FunctionTransformer(np.log1p, np.expm1, check_inverse=False), StandardScaler())
     return TransformedTargetRegressor(regressor=pipeline, transformer=transformer, check_inverse=False)
 
