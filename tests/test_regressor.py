@@ -15,7 +15,7 @@ from automl import AutoRegressor, load, nested_cv
 from automl.ensemble import WeightedEnsembleRegressor
 from automl.exceptions import DataValidationError, LeakageWarning
 from automl.search import get_metric
-from automl.space import rebuild
+from automl.space import REGRESSION_COMPONENTS, rebuild
 
 TINY = dict(time_budget=None, n_trials=3, include=["ridge"], cv=2, tracking=False, verbose=0, random_state=0)
 
@@ -176,6 +176,15 @@ def test_nested_cv_scores_the_regressor_and_its_baselines(abalone):
     assert "logreg" not in report.folds.columns
     # The mean predictor is the floor every model must clear on held-out rows.
     assert (report.folds["ensemble"] < report.folds["dummy"]).all()
+
+
+@pytest.mark.parametrize("key", [c.key for c in REGRESSION_COMPONENTS if c.default_params])
+def test_each_regression_familys_first_trial_fits_and_beats_the_mean(abalone, key):
+    X, X_test, y, y_test = abalone
+    model = AutoRegressor(**dict(TINY, include=[key], n_trials=1, leak_check="off")).fit(X.iloc[:1500], y.iloc[:1500])
+    assert model.leaderboard_["family"].tolist() == [key] and model.leaderboard_["state"].tolist() == ["COMPLETE"]
+    rmse = root_mean_squared_error(y_test, model.predict(X_test))
+    assert rmse < 0.8 * root_mean_squared_error(y_test, np.full(len(y_test), y.iloc[:1500].mean())), rmse
 
 
 def test_a_family_too_large_for_the_data_is_named(load_shared):

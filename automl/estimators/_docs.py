@@ -51,7 +51,7 @@ PARAMETERS_DOC = """
     include : list of str or None, default=None
         Model family keys to search; None searches every installed family the data size allows.
         Classifier: ``"hgb", "lgbm", "catboost", "rf", "et", "logreg", "xgb", "knn", "mlp", "svc"``. Regressor:
-        ``"hgb", "lgbm", "rf", "et", "ridge", "enet", "xgb", "knn", "mlp", "svr"``.
+        ``"hgb", "lgbm", "catboost", "rf", "et", "ridge", "enet", "xgb", "knn", "mlp", "svr"``.
     components : sequence of ComponentSpec, default=()
         Families of your own, added to the registry (see :class:`automl.space.components.ComponentSpec`).
     sampler : {"tpe", "random"}, default="tpe"
