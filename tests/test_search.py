@@ -16,7 +16,7 @@ from optuna.trial import TrialState, create_trial
 from automl import AutoClassifier
 from automl.search import (
     HEARTBEAT_GRACE, HEARTBEAT_INTERVAL, CVObjective, ProgressLine, failed_trials_summary, get_metric, heartbeat_of,
-    leaderboard, make_pruner, make_sampler, open_storage, prepare_study, run_search,
+    fail_running, leaderboard, make_pruner, make_sampler, open_storage, prepare_study, run_search,
 )
 from automl.space import portfolio, resolve_components
 
@@ -132,6 +132,37 @@ def test_without_oof_dir_and_with_callbacks(tmp_path):
     assert seen == [0, 1, 2, 3]
     assert result.oof == {}
     assert len(result.study.trials) == 4
+
+
+class EndedElsewhere:
+    """Trial 1 is failed by "another process" while it runs: with a reason (fail_running), or silently, as
+    Optuna's heartbeat check leaves a trial it takes for dead."""
+
+    def __init__(self, storage, with_reason):
+        self.storage, self.with_reason = storage, with_reason
+
+    def __call__(self, trial):
+        if trial.number == 1:
+            if self.with_reason:
+                fail_running(self.storage, "ended")
+            else:
+                self.storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        return quadratic(trial)
+
+
+@pytest.mark.parametrize("with_reason, said", [
+    (True, "trial 1: stopped at the time budget"),
+    (False, "trial 1: its heartbeat was older than the storage's grace period"),
+])
+def test_a_trial_ended_by_another_process_is_said_with_its_reason_and_the_search_goes_on(
+        tmp_path, caplog, with_reason, said):
+    storage, _ = new_study(tmp_path, direction="minimize", name="ended")
+    with caplog.at_level("WARNING", logger="automl.search.run"):
+        result = run_search(EndedElsewhere(storage, with_reason), storage=storage, study_name="ended",
+                            sampler=make_sampler("random", 0), pruner=make_pruner(False, 3), n_trials=3)
+    assert [t.state for t in result.study.trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    message, = [r.getMessage() for r in caplog.records if "Another process ended" in r.getMessage()]
+    assert said in message and "the result is dropped and the search goes on" in message, message
 
 
 # ---- worker processes ---------------------------------------------------------------------------------

@@ -108,6 +108,19 @@ def finished_elsewhere(exc):
     return isinstance(exc, optuna.exceptions.UpdateFinishedTrialError) or str(exc).startswith("Cannot tell a ")
 
 
+def ended_by(study, number):
+    """Why another process ended trial ``number`` of ``study``, for the worker whose result it refused."""
+    if number is None:
+        return "unknown trial"
+    reason = study.trials[number].user_attrs.get("error")
+    if reason is not None:
+        return f"trial {number}: {reason}"
+    # Optuna's fail_stale_trials, run by every worker as it starts a trial, leaves no reason of its own.
+    return (f"trial {number}: its heartbeat was older than the storage's grace period, so another worker took it "
+            "for dead (a worker too busy to beat, or a storage too slow to write: SQLite under several "
+            "processes)")
+
+
 class SignedObjective:
     """The objective, with each trial signed by the worker that runs it (``host:pid``) and its launch.
 
@@ -116,9 +129,10 @@ class SignedObjective:
     """
 
     def __init__(self, objective, launch):
-        self.objective, self.launch = objective, launch
+        self.objective, self.launch, self.number = objective, launch, None
 
     def __call__(self, trial):
+        self.number = trial.number  # the trial whose result another process may refuse (ended_by)
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         if self.launch is not None:
             trial.set_user_attr("launch", self.launch)

@@ -24,7 +24,7 @@ from optuna.trial import TrialState
 from threadpoolctl import threadpool_limits
 
 from .liveness import (
-    STOPPED_AT_DEADLINE, SignedObjective, fail_dead, fail_running, finished_elsewhere, wait_for_running,
+    STOPPED_AT_DEADLINE, SignedObjective, ended_by, fail_dead, fail_running, finished_elsewhere, wait_for_running,
 )
 from .objective import oof_path
 from .study import _STARTED, count_started, quiet_optuna
@@ -289,14 +289,15 @@ def _work(study_name, storage, sampler, pruner, objective, callbacks, deadline, 
         while deadline is None or time.time() < deadline:
             try:
                 timeout = None if deadline is None else deadline - time.time()
-                study.optimize(SignedObjective(objective, launch), timeout=timeout, catch=(Exception,),
-                               callbacks=[*callbacks, orphaned])
+                signed = SignedObjective(objective, launch)
+                study.optimize(signed, timeout=timeout, catch=(Exception,), callbacks=[*callbacks, orphaned])
                 break
             except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as exc:
                 if not finished_elsewhere(exc):
                     raise
                 # Another process failed our trial (past the deadline, or judged stale): the search goes on.
-                logger.warning("A trial of this worker was ended by another process (%s); going on.", exc)
+                logger.warning("Another process ended a trial of this worker before its result was stored (%s); "
+                               "the result is dropped and the search goes on.", ended_by(study, signed.number))
     if orphaned.gone and in_pool:
         os._exit(0)  # a pool process whose owner was killed: nobody will collect a result, nor reuse it
     return sum(getattr(callback, "seconds", 0.0) for callback in callbacks)
