@@ -427,6 +427,31 @@ def test_job_with_groups_and_weights_fits_grouped_and_scores_weighted(tmp_path, 
     assert abs(expected - roc_auc_score(hold["class"] == "good", proba)) > 1e-6  # the weights changed the score
 
 
+@pytest.mark.parametrize("change, metric, message", [
+    ({4150: "?", 4160: "inf"}, None, r"The regression target column 'rings' has 2 value\(s\) that are not finite "
+                                     r"numbers: '\?' \(row 4150\), 'inf' \(row 4160\); fix or drop those rows"),
+    ("constant", None, r"The target column 'rings' holds one value on every row of the snapshot \(7\.0\)"),
+    ("constant holdout", "r2", r"holds one target value only \(R\^2 is undefined there\) \(7\.0\)"),
+])
+def test_a_regression_snapshot_that_cannot_be_scored_is_refused_before_the_fit(
+        tmp_path, load_shared, change, metric, message):
+    X, y = load_shared("abalone.csv", "Class_Rings")
+    frame = X.assign(rings=y.astype(object))
+    if change == "constant":
+        frame["rings"] = 7
+    elif change == "constant holdout":
+        frame.loc[frame.index[-100:], "rings"] = 7
+    else:
+        for row, value in change.items():
+            frame.loc[row, "rings"] = value
+    path = tmp_path / "job.toml"
+    path.write_text(toml({"data": {"path": "d.csv", "target": "rings"}, "mlflow": {"model_name": "m"},
+                          "search": {"task": "regression", **({"metric": metric} if metric else {})},
+                          "promotion": {"holdout_size": 0.02}}))
+    with pytest.raises(DataValidationError, match=message):
+        split_holdout(frame, read_config(path), "regression")
+
+
 def test_a_numeric_target_is_retrained_as_a_regressor_scored_by_rmse_and_keeps_its_task(
         tmp_path, load_shared, mlflow_server):
     # abalone's ring counts (28 values) were fit as a 28-class classifier, silently (issue 28).
@@ -452,18 +477,33 @@ def test_a_numeric_target_is_retrained_as_a_regressor_scored_by_rmse_and_keeps_i
                  data={"target": "rings"}, promotion={"margin": 100.0})
     second = run_job(read_config(config))
     assert (second.status, second.task) == ("kept", "regression"), second.reason
-    stats = second.drift["target_stats"]
+    stats = second.drift["target_stats"]  # of the whole snapshot, its holdout too
     assert stats["max"] == [float(frame["rings"].iloc[:600].max()), 12.0]  # the champion trained on rows 0-599
-    assert stats["mean"][1] == pytest.approx(capped["rings"].iloc[:750].mean())
+    assert stats["mean"][1] == pytest.approx(capped["rings"].iloc[:1000].mean())
     assert second.drift["target_shift"] == pytest.approx(abs(stats["mean"][1] - stats["mean"][0]) / stats["std"][0])
     assert "class_share" not in second.drift
 
-    # A job that names another task for this model is refused before any fit.
-    config = job(tmp_path, "rings", snapshot(tmp_path, capped, 1100, "snap3"), mlflow_server,
-                 search={**search, "task": "classification", "include": ["logreg"]}, data={"target": "rings"})
-    third = run_job(read_config(config))
-    assert third.status == "failed" and "is a regression model, and a registered model keeps one task" in third.reason
+    # A job that names another task for this model, or a metric of another task, is refused before any fit;
+    # so are families of another task. The failure's summary keeps what the job knew.
+    for change, said in (({"task": "classification", "include": ["logreg"]}, "[search] task = 'classification', but"),
+                         ({"metric": "log_loss", "include": ["logreg"]}, "[search] metric = 'log_loss' is a "
+                                                                        "classification metric, but"),
+                         ({"include": ["logreg", "ridge"]}, "[search] include names ['logreg'], which are no "
+                                                            "regression families")):
+        config = job(tmp_path, "rings", snapshot(tmp_path, capped, 1100, "snap3"), mlflow_server,
+                     search={**search, **change}, data={"target": "rings"})
+        third = run_job(read_config(config))
+        assert third.status == "failed" and said in third.reason, third.reason
+        assert third.snapshot and third.champion_version == "1"
     assert aliases(mlflow_server, "rings") == ("1", [1, 2])
+
+    # A search in which no trial completes leaves its fallback unregistered: 300 trees cannot be fit 5
+    # times in a tenth of a second.
+    config = job(tmp_path, "rings-short", snapshot(tmp_path, frame, 1500, "snap4"), mlflow_server,
+                 search={"time_budget": 0.1, "include": ["rf"]}, data={"target": "rings"})
+    short = run_job(read_config(config))
+    assert short.status == "failed" and "No trial of the search completed" in short.reason, short.reason
+    assert "it is not registered" in short.reason and short.challenger_version is None
 
 
 def test_margin_zero_moves_the_alias_exactly_when_the_challenger_is_better(first_job, credit_g, mlflow_server):

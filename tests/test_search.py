@@ -134,6 +134,21 @@ def test_without_oof_dir_and_with_callbacks(tmp_path):
     assert len(result.study.trials) == 4
 
 
+def test_a_continued_study_keeps_its_metric_and_direction(tmp_path):
+    storage = open_storage(None, tmp_path)
+    prepare_study(storage, "rings", "minimize", [], metric="rmse")
+    prepare_study(storage, "rings", "minimize", [], metric="rmse")  # the same metric: continued
+    with pytest.raises(ValueError, match="Study 'rings' was made to minimize 'rmse'; this fit would maximize 'r2'"):
+        prepare_study(storage, "rings", "maximize", [], metric="r2")
+    with pytest.raises(ValueError, match="would minimize 'mae'. A continued study keeps its metric: give this fit"):
+        prepare_study(storage, "rings", "minimize", [], metric="mae")
+    optuna.create_study(storage=storage, study_name="older", direction="maximize")  # made before the record
+    with pytest.raises(ValueError, match="Study 'older' was made to maximize its metric; this fit would minimize"):
+        prepare_study(storage, "older", "minimize", [], metric="rmse")
+    prepare_study(storage, "older", "maximize", [], metric="r2")
+    assert optuna.load_study(study_name="older", storage=storage).user_attrs["metric"] == "r2"
+
+
 class EndedElsewhere:
     """Trial 1 is failed by "another process" while it runs: with a reason (fail_running), or silently, as
     Optuna's heartbeat check leaves a trial it takes for dead."""

@@ -344,7 +344,7 @@ class _AutoMLBase(BaseEstimator):
         storage = open_storage(self.storage, workdir)
         study_name = self.study_name or "automl"
         prepare_study(storage, study_name, setup.metric.direction, portfolio(setup.specs),
-                      families=[spec.key for spec in setup.specs])
+                      families=[spec.key for spec in setup.specs], metric=setup.metric.name)
         self._warn_unseeded_continuation(storage, study_name)
         oof_dir = workdir if self.oof_dir is None else os.path.join(self.oof_dir, study_name)
         os.makedirs(oof_dir, exist_ok=True)

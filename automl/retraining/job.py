@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..data import class_counts_of, target_stats
 from .config import read_config
@@ -123,40 +124,43 @@ def run_job(config):
         Also written to ``config.summary``.
     """
     started = time.time()
+    # Filled as the job learns it, so that a failure's summary keeps what was known (task, rows, holdout).
+    summary = JobSummary("failed", "", model_name=config.model_name, margin=config.margin)
     try:
         with job_lock(config.work_dir / "job.lock"):
-            summary = _retrain(config)
+            _retrain(config, summary)
     except JobBusyError as exc:
         # The job that holds the lock owns the summary file: leave it alone.
         return JobSummary("busy", str(exc), model_name=config.model_name, seconds=time.time() - started)
     except Exception as exc:  # noqa: BLE001  (any failure is reported, the champion stays)
-        summary = JobSummary("failed", f"{type(exc).__name__}: {exc}", model_name=config.model_name)
+        summary.status, summary.reason = "failed", f"{type(exc).__name__}: {exc}"
     summary.seconds = time.time() - started
     _write_summary(summary, config.summary)
     return summary
 
 
-def _retrain(config):
+def _retrain(config, summary):
     from mlflow import MlflowClient
 
     frame = load_snapshot(config)
-    snapshot = snapshot_fingerprint(frame)
+    summary.snapshot = snapshot = snapshot_fingerprint(frame)
     check_columns(frame, config)
     client = MlflowClient(config.tracking_uri)
-    champion_version, champion = load_champion(client, config.model_name)
-    task = job_task(config, champion, champion_version, frame[config.target])
-    split = split_holdout(frame, config, task)
-    holdout = split.description + (f", weighted by {config.weight!r}" if config.weight is not None else "")
-    summary = JobSummary("failed", "", model_name=config.model_name, task=task, snapshot=snapshot,
-                         holdout=holdout, rows={"train": len(split.X), "holdout": len(split.X_holdout)},
-                         margin=config.margin, champion_version=champion_version)
-    summary.drift = compare_with_champion(champion, split.X, split.y) if champion is not None else {}
+    summary.champion_version, champion = load_champion(client, config.model_name)
+    summary.task = job_task(config, champion, summary.champion_version, frame[config.target])
+    split = split_holdout(frame, config, summary.task)
+    summary.holdout = split.description + (f", weighted by {config.weight!r}" if config.weight is not None else "")
+    summary.rows = {"train": len(split.X), "holdout": len(split.X_holdout)}
+    if champion is not None:  # the whole snapshot: its newest rows are where a change shows first
+        summary.drift = compare_with_champion(champion, pd.concat([split.X, split.X_holdout]),
+                                              pd.concat([split.y, split.y_holdout]))
     logger.info("Snapshot %s, %d training and %d holdout rows; against champion version %s: %s", snapshot,
-                len(split.X), len(split.X_holdout), champion_version,
+                len(split.X), len(split.X_holdout), summary.champion_version,
                 json.dumps(summary.drift) if champion is not None else "none")
     version = _version_of_snapshot(client, config.model_name, snapshot)
     if version is not None and DECISION_TAG in version.tags:
-        return _already_decided(summary, version)
+        _already_decided(summary, version)
+        return
     if version is None:
         model = _fit_challenger(config, split, snapshot, summary)
         version = register(client, config.model_name, model, snapshot)
@@ -167,7 +171,6 @@ def _retrain(config):
     summary.metric = challenger.metric_
     _decide(summary, challenger, champion, split, config.margin)
     _record(client, config, summary)
-    return summary
 
 
 def load_champion(client, name):
@@ -197,13 +200,27 @@ def job_task(config, champion, champion_version, y):
     from ..data import infer_task
 
     held = None if champion is None else ("regression" if is_regressor(champion) else "classification")
-    if config.task == "auto":
-        return held or infer_task(y, config.target)
-    if held not in (None, config.task):
-        raise ValueError(f"[search] task = {config.task!r}, but the champion (version {champion_version}) of "
-                         f"{config.model_name!r} is a {held} model, and a registered model keeps one task: give "
-                         "the new task its own model_name (and study_name).")
-    return config.task
+    if config.task == "auto" and held is not None:
+        logger.info("Task %s: the champion's (version %s).", held, champion_version)
+    task = (held or infer_task(y, config.target)) if config.task == "auto" else config.task
+    if held not in (None, task):
+        given = (f"[search] metric = {config.metric!r} is a {task} metric" if config.metric
+                 else f"[search] task = {task!r}")
+        raise ValueError(f"{given}, but the champion (version {champion_version}) of {config.model_name!r} is a "
+                         f"{held} model, and a registered model keeps one task: give the new task its own model_name "
+                         "(and study_name).")
+    _check_include(config, task)
+    return task
+
+
+def _check_include(config, task):
+    from ..space import DEFAULT_COMPONENTS, REGRESSION_COMPONENTS
+
+    known = [c.key for c in (REGRESSION_COMPONENTS if task == "regression" else DEFAULT_COMPONENTS)]
+    other = [key for key in config.include or () if key not in known]
+    if other:
+        raise ValueError(f"[search] include names {other}, which are no {task} families, and the job's task is {task}; "
+                         f"its families are {known}.")
 
 
 def _load_version(client, name, version):
@@ -314,6 +331,11 @@ def _fit_challenger(config, split, snapshot, summary):
         experiment_name=config.experiment_name, verbose=0,
     ).fit(split.X, split.y, split.groups, sample_weight=split.weight)
     board = model.leaderboard_
+    if not model.best_params_:
+        states = ", ".join(f"{n} {state.lower()}" for state, n in board["state"].value_counts().items())
+        raise RuntimeError(f"No trial of the search completed ({states or 'none started'}; the leaderboard's note "
+                           "says why), so the fit is its fallback model, a default no search chose; it is not "
+                           "registered. Raise [search] time_budget, or see why the trials failed.")
     summary.search = {
         "warm_start_configs": enqueued, "trials": len(board),
         "trials_complete": int((board["state"] == "COMPLETE").sum()),
@@ -430,16 +452,18 @@ def _needs_a_person(summary, why):
 def _already_decided(summary, version):
     decided = json.loads(version.tags[DECISION_TAG])
     summary.status = decided["status"]
+    summary.metric = decided.get("metric", "")  # a decision of an older job holds status and reason only
+    summary.challenger_score, summary.champion_score = decided.get("challenger_score"), decided.get("champion_score")
     summary.challenger_version, summary.mlflow_run_id = version.version, version.run_id
     summary.reason = f"snapshot {summary.snapshot} was already decided: {decided['reason']}"
-    return summary
 
 
 def _record(client, config, summary):
     """Move the alias if promoted, then tag the version and log the decision to its run."""
     if summary.status == "promoted":
         client.set_registered_model_alias(config.model_name, CHAMPION, summary.challenger_version)
-    decision = json.dumps({"status": summary.status, "reason": summary.reason})
+    decision = json.dumps({"status": summary.status, "reason": summary.reason, "metric": summary.metric,
+                           "challenger_score": summary.challenger_score, "champion_score": summary.champion_score})
     client.set_model_version_tag(config.model_name, summary.challenger_version, DECISION_TAG, decision)
     run_id = summary.mlflow_run_id
     client.set_tag(run_id, DECISION_TAG, summary.status)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import check_sample_weight, kept_weights
-from ..exceptions import DataValidationError
+from ..exceptions import DataValidationError, plain_repr
 from ..search import check_group_counts
 
 __all__ = ["Split", "check_columns", "load_snapshot", "snapshot_fingerprint", "split_holdout"]
@@ -116,11 +116,18 @@ def split_holdout(frame, config, task="classification"):
     DataValidationError
         If the target, time, groups or weight column is missing (the columns present are listed), the
         target or groups column has a missing value, the time column has values that are not dates,
-        too few rows are left on either side, the holdout holds one class only (of positive weight),
-        the weights are invalid, or all zero on the training rows or on the holdout, or the training rows
+        the target holds one value only, or for regression a value that is not a finite number (the
+        rows named), too few rows are left on either side, the holdout holds one class only (of
+        positive weight), or one target value only where the metric is R^2 (undefined there), the
+        weights are invalid, or all zero on the training rows or on the holdout, or the training rows
         cannot make the grouped folds of ``[search] cv`` (:func:`automl.search.check_group_counts`).
     """
     check_columns(frame, config)
+    if task == "regression":
+        frame = frame.assign(**{config.target: _numeric_target(frame[config.target], config.target)})
+    if frame[config.target].nunique() < 2:
+        raise DataValidationError(f"The target column {config.target!r} holds one value on every row of the "
+                                  f"snapshot ({plain_repr(frame[config.target].iloc[0])}): there is nothing to learn.")
     if config.weight is not None:  # rows numbered as in the snapshot, before any reordering
         frame = frame.assign(**{config.weight: _checked_weights(frame[config.weight], config.weight)})
     frame, order = _in_time_order(frame, config.time_column)
@@ -132,10 +139,11 @@ def split_holdout(frame, config, task="classification"):
     what = f"{n_hold} newest rows by {order}"
     weight_holdout = None if config.weight is None else _holdout_weights(train, hold, config, what)
     counted = hold[config.target] if weight_holdout is None else hold[config.target][weight_holdout > 0]
-    if task == "classification" and counted.nunique() < 2:
-        raise DataValidationError(f"The holdout ({what}) holds one class only"
+    if counted.nunique() < 2 and (task == "classification" or config.metric == "r2"):
+        one = "one class only" if task == "classification" else "one target value only (R^2 is undefined there)"
+        raise DataValidationError(f"The holdout ({what}) holds {one}"
                                   f"{' of positive weight' if weight_holdout is not None else ''} "
-                                  f"({counted.iloc[0]!r}): no comparison of models is possible on it; "
+                                  f"({plain_repr(counted.iloc[0])}): no comparison of models is possible on it; "
                                   "raise holdout_size.")
     if config.groups is not None:
         _check_groups(train, config, task)
@@ -143,6 +151,18 @@ def split_holdout(frame, config, task="classification"):
     return Split(train.drop(columns=not_features), train[config.target], hold.drop(columns=not_features),
                  hold[config.target], f"the {what}", None if config.groups is None else train[config.groups],
                  None if config.weight is None else train[config.weight], weight_holdout)
+
+
+def _numeric_target(column, name):
+    """A regression target as float64: text that is not a number, and values that are not finite, refused
+    with their rows (the snapshot's, 0-based), whichever side of the holdout they fall on."""
+    values = pd.to_numeric(column, errors="coerce").astype("float64")
+    bad = column[~np.isfinite(values.to_numpy())]
+    if len(bad):
+        shown = ", ".join(f"{plain_repr(v)} (row {i})" for i, v in list(bad.items())[:5])
+        raise DataValidationError(f"The regression target column {name!r} has {len(bad)} value(s) that are not "
+                                  f"finite numbers: {shown}{' ...' if len(bad) > 5 else ''}; fix or drop those rows.")
+    return values
 
 
 def check_columns(frame, config):

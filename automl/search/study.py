@@ -168,7 +168,7 @@ def count_started(storage, study_name):
     return len(study.get_trials(deepcopy=False, states=_STARTED))
 
 
-def prepare_study(storage, study_name, direction, configs, families=None):
+def prepare_study(storage, study_name, direction, configs, families=None, metric=None):
     """Create the study, or load it to continue it, and enqueue ``configs`` not already tried.
 
     Parameters
@@ -181,19 +181,36 @@ def prepare_study(storage, study_name, direction, configs, families=None):
         enqueued with the user attribute ``portfolio``, which exempts it from pruning.
     families : list of str or None
         The choices of the root knob ``"model"``, in order; checked against the study's trials.
+    metric : str or None
+        The metric's name, recorded by the first fit (user attribute ``metric``) and checked by the next.
 
     Raises
     ------
     ValueError
         If the study's trials chose their model among other families: Optuna cannot change a
-        categorical knob's choices within a study, and every new trial would fail.
+        categorical knob's choices within a study, and every new trial would fail. If the study was made
+        for another metric, or the other direction: a loaded study keeps its direction (Optuna ignores the
+        one asked for), so the search would rank the worst trials first, and TPE would model two metrics'
+        scores as one.
     """
     with quiet_optuna():
         study = optuna.create_study(storage=storage, study_name=study_name, direction=direction,
                                     load_if_exists=True)
+        _check_metric(study, direction, metric)
         _check_families(study, families)
         for config in configs:
             study.enqueue_trial(config, user_attrs={"portfolio": True}, skip_if_exists=True)
+
+
+def _check_metric(study, direction, metric):
+    held, made = study.user_attrs.get("metric"), study.direction.name.lower()
+    if made != direction or None not in (held, metric) and held != metric:
+        raise ValueError(
+            f"Study {study.study_name!r} was made to {made} {repr(held) if held else 'its metric'}; this fit "
+            f"would {direction} {metric!r}. A continued study keeps its metric: give this fit a new study_name "
+            "(in a retraining job, [search] study_name), or the study's metric.")
+    if held is None and metric is not None:
+        study.set_user_attr("metric", metric)
 
 
 def _check_families(study, families):
