@@ -206,21 +206,34 @@ def _wait(predicate, timeout, what):
     pytest.fail(f"timed out waiting for {what}")
 
 
-def test_sigkill_mid_search_then_restart_reuses_trials(tmp_path, credit_g, mlflow_server):
-    search = {"n_trials": 40, "include": ["logreg", "hgb", "rf"], "random_state": 0}
-    config = job(tmp_path, "killed", snapshot(tmp_path, credit_g, 800, "snap"), mlflow_server, search=search)
+@pytest.fixture(params=["classification", "regression"])
+def table(request, credit_g, load_shared):
+    """``(task, frame, data, families)``: credit-g's class, or abalone's ring count (issue 28: the
+    regression job keeps the classifier's crash and lock guarantees, tested the same way)."""
+    if request.param == "classification":
+        return "classification", credit_g, None, ["logreg", "hgb", "rf"]
+    X, y = load_shared("abalone.csv", "Class_Rings")
+    return "regression", X.assign(rings=y), {"target": "rings"}, ["ridge", "hgb", "rf"]
+
+
+def test_sigkill_mid_search_then_restart_reuses_trials(tmp_path, table, mlflow_server):
+    task, frame, data, families = table
+    search = {"n_trials": 40, "include": families, "random_state": 0}
+    config = job(tmp_path, "killed", snapshot(tmp_path, frame, 800, "snap"), mlflow_server, search=search,
+                 data=data)
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     first = _run_cli(config)
-    _wait(lambda: len(_complete_trials(storage, "killed")) >= 3, 120, "3 complete trials")
+    _wait(lambda: len(_complete_trials(storage, "killed")) >= 3, 300, "3 complete trials")
     first.send_signal(signal.SIGKILL)
     first.wait()
     done_before = {t.number for t in _complete_trials(storage, "killed")}
 
     restarted = _run_cli(job(tmp_path, "killed", tmp_path / "snap.csv", mlflow_server,
-                             search={**search, "n_trials": 4}))
+                             search={**search, "n_trials": 4}, data=data))
     out, err = restarted.communicate(timeout=300)
     assert restarted.returncode == 0, err[-2000:]
     assert out.startswith("promoted: killed version 1:")
+    assert ("rmse " if task == "regression" else "roc_auc ") in out
     study = optuna.load_study(study_name="killed", storage=storage)
     states = [t.state for t in study.trials]
     assert optuna.trial.TrialState.RUNNING not in states  # the killed trial was marked failed
@@ -237,9 +250,11 @@ def test_sigkill_mid_search_then_restart_reuses_trials(tmp_path, credit_g, mlflo
     assert [v.version for v in client.search_model_versions("name = 'killed'")] == ["1"]
 
 
-def test_second_job_exits_at_once_while_one_runs(tmp_path, credit_g, mlflow_server):
+def test_second_job_exits_at_once_while_one_runs(tmp_path, table, mlflow_server):
+    _, frame, data, _ = table
     search = {"n_trials": 200, "include": ["rf"], "random_state": 0}
-    config = job(tmp_path, "busy", snapshot(tmp_path, credit_g, 800, "snap"), mlflow_server, search=search)
+    config = job(tmp_path, "busy", snapshot(tmp_path, frame, 800, "snap"), mlflow_server, search=search,
+                 data=data)
     lock = tmp_path / "work" / "job.lock"
     first = _run_cli(config)
     try:

@@ -52,6 +52,11 @@ class ComponentSpec:
     takes_sample_weight : bool, default=True
         Whether the model's ``fit`` takes ``sample_weight``; a weighted fit leaves out a family that
         does not (:func:`automl.space.resolve_components`).
+    portfolio_rank : float or None, default=None
+        Where the family's defaults come in each round of the portfolio (:func:`automl.space.portfolio`):
+        lower first, None after every ranked family; equal ranks keep the registry's order. Kept apart
+        from the registry's order because that order is the searched ``model`` choice's, which a
+        continued study must see unchanged.
     """
 
     key: str
@@ -65,6 +70,7 @@ class ComponentSpec:
     requires: str | None = None
     default_params: list = field(default_factory=list)
     takes_sample_weight: bool = True
+    portfolio_rank: float | None = None
 
     def is_available(self):
         """True when the family's optional package can be imported."""

@@ -9,6 +9,7 @@ trials that had it. :func:`rebuild` replays a parameter dict through the same co
 ``FixedTrial``, so the best pipeline is built by exactly the function that sampled it.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -335,9 +336,11 @@ def portfolio(specs):
     -------
     configs : list of dict
         Parameter dicts to enqueue (``study.enqueue_trial``); knobs a branch does not use are ignored.
+        Families come by ``portfolio_rank``, then in the order of ``specs``.
     """
     per_family = []
-    for spec in specs:
+    ranked = sorted(specs, key=lambda spec: math.inf if spec.portfolio_rank is None else spec.portfolio_rank)
+    for spec in ranked:
         encoder = "ordinal" if spec.native_categorical or spec.handles_missing else "onehot"
         per_family.append([{**_PORTFOLIO_PREPROCESSING, "encoder": encoder, **p} for p in spec.default_params])
     # Round-robin over families, so a short budget tries every family's first default before seconds.
