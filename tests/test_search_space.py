@@ -239,6 +239,24 @@ def test_portfolio_of_the_whole_registry():
     assert all(c["scaler"] == "standard" and c["imputer.numeric"] == "median" for c in configs)
 
 
+def test_regression_portfolio_follows_the_measured_ranks_and_the_model_choice_keeps_the_registry_order():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    _, _, _, profile = check_training_data(X, X["a"] + rng.normal(size=300), n_folds=5, task="regression")
+    specs = resolve_components(profile=profile)
+    configs = portfolio(specs)
+    assert [c["model"] for c in configs] == [
+        "hgb", "xgb", "lgbm", "catboost", "svr", "rf", "et", "knn", "ridge", "hgb"]
+    assert configs[0]["model.hgb.l2_regularization"] == configs[2]["model.lgbm.reg_lambda"] == 1.0
+    # The searched "model" choice is the registry's order, which a continued study stored: only the
+    # portfolio moved.
+    study = optuna.create_study(sampler=RandomSampler(seed=0))
+    trial = study.ask()
+    suggest_pipeline(trial, profile, specs, random_state=0)
+    assert trial.distributions["model"].choices == tuple(spec.key for spec in specs)
+    assert trial.distributions["model"].choices[:3] == ("hgb", "lgbm", "catboost")
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_every_portfolio_config_rebuilds_and_fits(credit):
     X, y, profile = credit
