@@ -111,11 +111,12 @@ _BOOSTING_DEFAULTS = dict(n_estimators=200, subsample=0.8, colsample_bytree=0.8)
 
 # The portfolio's order (``portfolio_rank``) is each family's mean rank among the families' first
 # trials, by 5-fold RMSE on the 4 regression tuning datasets (benchmarks/defaults_ab.py; SVR is
-# offered on the two of up to 5,000 rows only). XGBoost came second, yet it was eighth in the registry,
-# behind the forests, whose fits cost 2 to 17 times a boosting family's on california-housing; the forests and kNN come after the
-# boosting families now. The same runs kept L2 = 1 for HGB and LightGBM (GBM_DEFAULT_L2): RMSE fell on 3
-# of the 4 datasets for each (energy-efficiency-heating 0.421 to 0.398 for HGB) and rose by under 1% on
-# kin8nm. Recorded in docs/benchmarks.md ("Regression portfolio").
+# offered on the two of up to 5,000 rows only). XGBoost came second, yet it was eighth in the
+# registry, behind the forests, whose fits cost 2 to 17 times a boosting family's on
+# california-housing; the forests and kNN come after the boosting families now. The same runs kept
+# L2 = 1 for HGB and LightGBM (GBM_DEFAULT_L2): RMSE fell on 3 of the 4 datasets for each
+# (energy-efficiency-heating 0.421 to 0.398 for HGB) and rose by under 1% on kin8nm. Recorded in
+# docs/benchmarks.md ("Regression portfolio").
 REGRESSION_COMPONENTS = (
     ComponentSpec(
         "hgb", "HistGradientBoosting", _suggest_hgb_loss, _build_hgb,
