@@ -197,11 +197,15 @@ def _complete_trials(storage, study_name):
     return [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
 
 
-def _wait(predicate, timeout, what):
+def _wait(predicate, timeout, what, process=None):
+    """Wait for ``predicate``; fail at once, with its output, if ``process`` exits first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
+        if process is not None and process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"the job exited ({process.returncode}) before {what}: {out[-1000:]} {err[-2000:]}")
         time.sleep(0.2)
     pytest.fail(f"timed out waiting for {what}")
 
@@ -218,47 +222,48 @@ def table(request, credit_g, load_shared):
 
 def test_sigkill_mid_search_then_restart_reuses_trials(tmp_path, table, mlflow_server):
     task, frame, data, families = table
+    name = f"killed-{task}"  # one MLflow server serves both: the other task's champion would refuse this job
     search = {"n_trials": 40, "include": families, "random_state": 0}
-    config = job(tmp_path, "killed", snapshot(tmp_path, frame, 800, "snap"), mlflow_server, search=search,
+    config = job(tmp_path, name, snapshot(tmp_path, frame, 800, "snap"), mlflow_server, search=search,
                  data=data)
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     first = _run_cli(config)
-    _wait(lambda: len(_complete_trials(storage, "killed")) >= 3, 300, "3 complete trials")
+    _wait(lambda: len(_complete_trials(storage, name)) >= 3, 120, "3 complete trials", first)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    done_before = {t.number for t in _complete_trials(storage, "killed")}
+    done_before = {t.number for t in _complete_trials(storage, name)}
 
-    restarted = _run_cli(job(tmp_path, "killed", tmp_path / "snap.csv", mlflow_server,
+    restarted = _run_cli(job(tmp_path, name, tmp_path / "snap.csv", mlflow_server,
                              search={**search, "n_trials": 4}, data=data))
     out, err = restarted.communicate(timeout=300)
     assert restarted.returncode == 0, err[-2000:]
-    assert out.startswith("promoted: killed version 1:")
+    assert out.startswith(f"promoted: {name} version 1:")
     assert ("rmse " if task == "regression" else "roc_auc ") in out
-    study = optuna.load_study(study_name="killed", storage=storage)
+    study = optuna.load_study(study_name=name, storage=storage)
     states = [t.state for t in study.trials]
     assert optuna.trial.TrialState.RUNNING not in states  # the killed trial was marked failed
     # The trials finished before the kill count in the restarted search's leaderboard, not redone.
     from mlflow import MlflowClient
 
     client = MlflowClient(mlflow_server)
-    run_id = client.get_model_version("killed", "1").run_id
+    run_id = client.get_model_version(name, "1").run_id
     board = pd.read_csv(client.download_artifacts(run_id, "leaderboard.csv", str(tmp_path)))
     assert done_before <= set(board.loc[board["state"] == "COMPLETE", "trial"])
     # No configuration ran twice: the restart found the portfolio already tried and did not enqueue it again.
     configs = [json.dumps(t.params, sort_keys=True) for t in study.trials]
     assert len(configs) == len(set(configs))
-    assert [v.version for v in client.search_model_versions("name = 'killed'")] == ["1"]
+    assert [v.version for v in client.search_model_versions(f"name = '{name}'")] == ["1"]
 
 
 def test_second_job_exits_at_once_while_one_runs(tmp_path, table, mlflow_server):
-    _, frame, data, _ = table
+    task, frame, data, _ = table
     search = {"n_trials": 200, "include": ["rf"], "random_state": 0}
-    config = job(tmp_path, "busy", snapshot(tmp_path, frame, 800, "snap"), mlflow_server, search=search,
+    config = job(tmp_path, f"busy-{task}", snapshot(tmp_path, frame, 800, "snap"), mlflow_server, search=search,
                  data=data)
     lock = tmp_path / "work" / "job.lock"
     first = _run_cli(config)
     try:
-        _wait(lambda: lock.exists() and "pid" in lock.read_text(), 60, "the first job's lock")
+        _wait(lambda: lock.exists() and "pid" in lock.read_text(), 60, "the first job's lock", first)
         started = time.monotonic()
         second = _run_cli(config)
         out, _ = second.communicate(timeout=60)
