@@ -204,7 +204,7 @@ def prepare_study(storage, study_name, direction, configs, families=None, metric
 
 def _check_metric(study, direction, metric):
     held, made = study.user_attrs.get("metric"), study.direction.name.lower()
-    if made != direction or None not in (held, metric) and held != metric:
+    if made != direction or (None not in (held, metric) and held != metric):
         raise ValueError(
             f"Study {study.study_name!r} was made to {made} {repr(held) if held else 'its metric'}; this fit "
             f"would {direction} {metric!r}. A continued study keeps its metric: give this fit a new study_name "
