@@ -3,29 +3,30 @@
     .venv/bin/python benchmarks/memory.py 1000000 60        # synthetic-1m's 800,000 training rows, 60 s
     .venv/bin/python benchmarks/memory.py 6250 30 '{"validation": "holdout"}'   # the fixed overhead
 
-Fits AutoClassifier (n_jobs=2, tracking off) on the first 80% of ``synthetic_table(rows)``, read from a
-parquet file in benchmarks/.data (written once, by a child process, so that this process holds the frame
-and not the heap left by making it), and prints one JSON line: ``frame_mb`` (``memory_usage(deep=True)``
-of the training frame), ``start_rss_mb`` (this process before the fit: imports and the data), ``peak_rss_mb`` and ``peak_pss_mb``, polled every 0.1 s
+Fits AutoClassifier (n_jobs=2, tracking off) on the first 80% of ``synthetic_table(rows)`` and prints one
+JSON line: ``frame_mb`` (``memory_usage(deep=True)`` of the training frame), ``start_rss_mb`` (this
+process before the fit: imports and the data), ``peak_rss_mb`` and ``peak_pss_mb``, polled every 0.1 s
 over this process and its descendants, and when the PSS peak came (seconds into the fit) with each
 process's RSS and PSS then. Summed RSS counts a page that two processes map once in each
 (the frame the fit and its worker share); PSS (proportional set size, Linux ``smaps_rollup``) splits
 it between them, so it is the physical memory of the tree. ``compare.py`` reports summed RSS.
+The rows are read from a parquet file in benchmarks/.data, written once by a child process, so that
+this process holds the frame and not the heap left by making it; before 2026-12-07 the table was made
+here, and the start and peak figures of docs/benchmarks.md's fourth and seventh large-table steps
+include that heap (a session measured 430 MB of it). Delete the file when ``synthetic_table`` changes.
 Options as JSON, passed to AutoClassifier. Run it on a quiet machine.
 """
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 from peers.data import PACKAGED_DIR, synthetic_table
-
-CACHE = PACKAGED_DIR  # benchmarks/.data, ignored by git
 
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 POLL_SECONDS = 0.1
@@ -58,17 +59,19 @@ def usage(pids):
         except OSError:
             continue
         pss = sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:"))
-        each[pid] = (round(rss / 1e6), round(pss / 1e6))
+        each[pid] = (rss / 1e6, pss / 1e6)
     return sum(r for r, _ in each.values()), sum(p for _, p in each.values()), each
 
 
 def training_rows(rows):
     """The first 80% of ``synthetic_table(rows)``, written once to a parquet file that the fit reads."""
-    path = CACHE / f"synthetic-{rows}-train.parquet"
+    path = PACKAGED_DIR / f"synthetic-{rows}-train.parquet"
     if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
+        PACKAGED_DIR.mkdir(parents=True, exist_ok=True)
         # In a child: making the table leaves freed heap that this process's RSS would keep counting.
-        subprocess.run([sys.executable, __file__, "--write", str(rows), str(path)], check=True)
+        partial = path.with_suffix(".tmp")
+        subprocess.run([sys.executable, __file__, "--write", str(rows), str(partial)], check=True)
+        partial.rename(path)  # a write stopped halfway is not taken for the table next time
     frame = pd.read_parquet(path)
     return frame.drop(columns="label"), frame["label"]
 
@@ -90,7 +93,8 @@ def main(rows, budget, options):
         while not done.is_set():
             rss, pss, each = usage(tree(os.getpid()))
             if pss > peaks[1]:  # where the physical peak is, and which process holds what there
-                at_peak.update(seconds=round(time.time() - started, 1), processes=sorted(each.values(), reverse=True))
+                at_peak.update(seconds=round(time.time() - started, 1), processes=sorted(
+                    ([round(r), round(p)] for r, p in each.values()), reverse=True))
             peaks[:] = max(peaks[0], rss), max(peaks[1], pss)
             time.sleep(POLL_SECONDS)
 
