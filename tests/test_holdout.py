@@ -224,11 +224,11 @@ def test_a_trial_whose_worker_is_stopped_during_a_rung_keeps_the_last_rungs_mode
                             random_state=0, search_key=setup.search_key)
     fit_predict, calls = objective_module._fit_predict, []
 
-    def killed_in_the_second_rung(*args):
+    def killed_in_the_second_rung(*args, **kwargs):
         calls.append(len(args[1]))
         if len(calls) == 2:
             raise _Killed
-        return fit_predict(*args)
+        return fit_predict(*args, **kwargs)
 
     monkeypatch.setattr(objective_module, "_fit_predict", killed_in_the_second_rung)
     storage = optuna.storages.InMemoryStorage()

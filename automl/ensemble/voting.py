@@ -9,6 +9,7 @@ import logging
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
@@ -345,13 +346,6 @@ def _check_encoded_labels(y):
     return y
 
 
-def _take_rows(X, indices):
-    """Rows of X at ``indices``, for a DataFrame (by position) or an array-like."""
-    if hasattr(X, "iloc"):
-        return X.iloc[indices]
-    return np.asarray(X)[indices] if isinstance(X, list) else X[indices]
-
-
 def _fit_member(member, X, y, rows=None, threads=None, sample_weight=None):
     """A fitted clone of ``member``, on all rows or on the given row indices, on at most ``threads`` threads,
     weighted when ``sample_weight`` is given."""
@@ -362,6 +356,6 @@ def _fit_member(member, X, y, rows=None, threads=None, sample_weight=None):
         if rows is None:
             return clone(member).fit(X, y, **weight_params(member, sample_weight))
         weights = None if sample_weight is None else sample_weight[rows]
-        return clone(member).fit(_take_rows(X, rows), y[rows], **weight_params(member, weights))
+        return clone(member).fit(_safe_indexing(X, rows), y[rows], **weight_params(member, weights))
 
 

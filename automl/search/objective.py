@@ -352,8 +352,10 @@ class CVObjective:
             self._keep(trial, kept)
             started = time.time()
             # The first n_rows, as slices: views of the shared file, where an index array would copy them.
+            # They are in a seeded random order, so a model's early stopping may take their last rows.
             model, pred = _fit_predict(at_rows(pipeline, n_rows / n_train), self.X.iloc[:n_rows], self.y[:n_rows],
-                                       self.X.iloc[test], self.profile, self._weights(slice(n_rows)))
+                                       self.X.iloc[test], self.profile, self._weights(slice(n_rows)),
+                                       rows_shuffled=True)
             seconds, kept = time.time() - started, (model, pred, n_rows)
             score = self.metric(self.y[test], pred, sample_weight=self._weights(test))
             trial.set_user_attr("fold_scores", [score])  # one holdout: the leaderboard's mean is this rung's
@@ -406,10 +408,10 @@ class CVObjective:
             raise optuna.TrialPruned(f"stopped by the time budget after {fold} folds")
 
 
-def _fit_predict(pipeline, X, y, X_test, profile, sample_weight=None):
-    """A fitted clone of ``pipeline`` (weighted when ``sample_weight`` is given) and its :func:`predictions`
-    on ``X_test``."""
-    model = fit_quietly(pipeline, X, y, sample_weight)
+def _fit_predict(pipeline, X, y, X_test, profile, sample_weight=None, rows_shuffled=False):
+    """A fitted clone of ``pipeline`` (weighted when ``sample_weight`` is given; ``rows_shuffled`` as
+    :func:`automl.space.fit_quietly` takes it) and its :func:`predictions` on ``X_test``."""
+    model = fit_quietly(pipeline, X, y, sample_weight, rows_shuffled)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return model, predictions(model, X_test, profile)

@@ -4,7 +4,8 @@ The number of trees a table needs grows with its rows: LightGBM's defaults (31 l
 stopped after 234 trees on 72,000 rows and 657 on 720,000 rows of the generated tuning tables, so a
 searched count of 16 to 1,024 trees either underfits large data or pays for trees it does not need.
 Stopping on held-back rows bounds the count instead (LightGBM's ``early_stopping`` callback; the split is
-scikit-learn's ``HistGradientBoosting`` rule: 10% of the rows, stratified for a classifier).
+scikit-learn's ``HistGradientBoosting`` rule: 10% of the rows, stratified for a classifier; on a holdout
+search's rung, the last 10%, read in place: see :mod:`automl.space.stopping`).
 
 Imported only when such a model is built: LightGBM is optional.
 """
@@ -14,9 +15,9 @@ import inspect
 import numpy as np
 from lightgbm import LGBMClassifier, LGBMModel, LGBMRegressor, early_stopping
 from sklearn.model_selection import train_test_split
+from sklearn.utils import _safe_indexing
 
-# Share of the rows held back to stop on (HistGradientBoosting's validation_fraction).
-VALIDATION_FRACTION = 0.1
+from .stopping import VALIDATION_FRACTION, tail_start
 # Rounds without a better validation loss before the boosting stops.
 STOPPING_ROUNDS = 50
 # LightGBM 4.7 takes the validation rows as eval_X / eval_y and deprecates eval_set; 4.0 knows only eval_set.
@@ -43,17 +44,16 @@ def inner_split(y, seed, classification):
     return np.concatenate([train, rows[single]]), validation
 
 
-def _take(data, rows):
-    return data.iloc[rows] if hasattr(data, "iloc") else data[rows]
-
-
 class _StopsEarly:
     """The ``fit`` of both early-stopped classes; ``_stratified`` says whether the split is stratified."""
 
     _stratified = True
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, rows_shuffled=False):
         """Fit on 90% of the rows of ``X`` (n_samples, n_features) and ``y`` (n_samples,), stopping on the rest.
+
+        The rest is an :func:`inner_split`, or with ``rows_shuffled`` the last rows
+        (:func:`automl.space.stopping.tail_start`), taken as slices.
 
         Raises
         ------
@@ -61,15 +61,19 @@ class _StopsEarly:
             From LightGBM, or from scikit-learn's ``train_test_split`` when the rows are too few to split.
         """
         y = np.asarray(y)
-        train, validation = inner_split(y, self.random_state, self._stratified)
-        X_val, y_val = _take(X, validation), y[validation]
+        start = tail_start(y, self._stratified) if rows_shuffled else None
+        if start is None:
+            train, validation = inner_split(y, self.random_state, self._stratified)
+        else:
+            train, validation = slice(None, start), slice(start, None)
+        X_val, y_val = _safe_indexing(X, validation), y[validation]
         evaluation = {"eval_X": (X_val,), "eval_y": (y_val,)} if _EVAL_X else {"eval_set": [(X_val, y_val)]}
         weights = {}
         if sample_weight is not None:  # the stopping rows are weighed as the training rows are
             sample_weight = np.asarray(sample_weight)
             weights = {"sample_weight": sample_weight[train], "eval_sample_weight": [sample_weight[validation]]}
-        return super().fit(_take(X, train), y[train], callbacks=[early_stopping(STOPPING_ROUNDS, verbose=False)],
-                           **evaluation, **weights)
+        return super().fit(_safe_indexing(X, train), y[train],
+                           callbacks=[early_stopping(STOPPING_ROUNDS, verbose=False)], **evaluation, **weights)
 
 
 class EarlyStoppingLGBMClassifier(_StopsEarly, LGBMClassifier):

@@ -14,11 +14,13 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
-from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
+
+from .stopping import StoppingHGBClassifier
 
 
 @dataclass(frozen=True)
@@ -158,8 +160,9 @@ def _suggest_hgb(trial, profile, prefix):
 
 def _build_hgb(params, random_state):
     # Early stopping on an inner 10% split bounds the number of trees; it is not a searched budget.
-    # Without it (small data) 200 trees at the sampled learning rate.
-    return HistGradientBoostingClassifier(
+    # Without it (small data) 200 trees at the sampled learning rate. On a holdout's rungs the stopping
+    # rows are the rung's last rows (space/stopping.py).
+    return StoppingHGBClassifier(
         max_iter=1000 if params["early_stopping"] else 200, n_iter_no_change=20,
         random_state=random_state, **params,
     )

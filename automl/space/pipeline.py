@@ -249,24 +249,51 @@ def at_rows(pipeline, fraction):
     return clone(pipeline).set_params(**scaled)
 
 
-def fit_quietly(pipeline, X, y, sample_weight=None):
+def fit_quietly(pipeline, X, y, sample_weight=None, rows_shuffled=False):
     """A fitted clone of ``pipeline``, its warnings (convergence and the like) not shown.
 
     A sampled configuration's warnings are the search's business, reflected in its score: printed per
     fold they bury the progress line, and the refits of the leak check would print them again.
     Not for threads: ``warnings.catch_warnings`` is process-wide. ``sample_weight`` of shape
-    (n_samples,) reaches the model step (:func:`weight_params`).
+    (n_samples,) reaches the model step (:func:`weight_params`). ``rows_shuffled=True`` says that the
+    rows are in a seeded random order (a holdout's rung): a model that stops early then stops on the
+    last rows, read in place (:mod:`automl.space.stopping`); models that cannot use it never see it.
     """
+    params = weight_params(pipeline, sample_weight)
+    if rows_shuffled and has_fit_parameter(_model_step(pipeline), "rows_shuffled"):
+        params.update(_for_model_step(pipeline, {"rows_shuffled": True}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return clone(pipeline).fit(X, y, **weight_params(pipeline, sample_weight))
+        return clone(pipeline).fit(X, y, **params)
+
+
+def _model_step(estimator):
+    """The model at the end of a Pipeline, or inside a TransformedTargetRegressor."""
+    if isinstance(estimator, Pipeline):
+        return _model_step(estimator.steps[-1][1])
+    if isinstance(estimator, TransformedTargetRegressor):
+        return _model_step(estimator.regressor)
+    return estimator
+
+
+def _for_model_step(estimator, params):
+    """``params`` of the model step's ``fit``, named as ``estimator.fit`` takes them.
+
+    A Pipeline passes them to its last step (``model__sample_weight``: scikit-learn's ``step__param``
+    fit parameters), a TransformedTargetRegressor to its regressor.
+    """
+    if isinstance(estimator, Pipeline):
+        name, last = estimator.steps[-1]
+        return {f"{name}__{key}": value for key, value in _for_model_step(last, params).items()}
+    if isinstance(estimator, TransformedTargetRegressor):
+        return _for_model_step(estimator.regressor, params)
+    return params
 
 
 def weight_params(estimator, sample_weight):
     """The keyword arguments of ``estimator.fit`` that give its model ``sample_weight``.
 
-    A Pipeline passes them to its last step (``model__sample_weight``: scikit-learn's ``step__param``
-    fit parameters), a TransformedTargetRegressor to its regressor. The preprocessing steps are fitted
+    The model step gets them (:func:`_for_model_step`). The preprocessing steps are fitted
     unweighted: scikit-learn's imputers, scalers and encoders take no weights (a target encoder's
     category means and a column selection's F-statistics are unweighted too). A frozen model
     (``FrozenEstimator``, a holdout search's member) was fitted with them.
@@ -287,17 +314,13 @@ def weight_params(estimator, sample_weight):
         If the model's ``fit`` takes no ``sample_weight`` (scikit-learn's ``has_fit_parameter``): it
         would ignore the weights.
     """
-    if sample_weight is None or isinstance(estimator, FrozenEstimator):
+    model = _model_step(estimator)
+    if sample_weight is None or isinstance(model, FrozenEstimator):
         return {}
-    if isinstance(estimator, Pipeline):
-        name, last = estimator.steps[-1]
-        return {f"{name}__{key}": value for key, value in weight_params(last, sample_weight).items()}
-    if isinstance(estimator, TransformedTargetRegressor):
-        return weight_params(estimator.regressor, sample_weight)
-    if not has_fit_parameter(estimator, "sample_weight"):
-        raise TypeError(f"{type(estimator).__name__}.fit takes no sample_weight: it would ignore the weights. "
+    if not has_fit_parameter(model, "sample_weight"):
+        raise TypeError(f"{type(model).__name__}.fit takes no sample_weight: it would ignore the weights. "
                         "Leave its family out of a weighted fit (include=...).")
-    return {"sample_weight": sample_weight}
+    return _for_model_step(estimator, {"sample_weight": sample_weight})
 
 
 def set_threads(pipeline, threads):

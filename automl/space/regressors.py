@@ -7,7 +7,7 @@ histogram gradient boosting or SVR's epsilon) change. Every family sees a standa
 so ranges such as SVR's epsilon or ridge's alpha hold whatever the target's unit.
 """
 
-from sklearn.ensemble import ExtraTreesRegressor, HistGradientBoostingRegressor, RandomForestRegressor
+from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 from sklearn.linear_model import ElasticNet, Ridge
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.neural_network import MLPRegressor
@@ -17,6 +17,7 @@ from .components import (
     GBM_DEFAULT_L2, ComponentSpec, _defaults, _float, _int, _lgbm_class, _suggest_catboost, _suggest_hgb,
     _suggest_knn, _suggest_lgbm, _suggest_mlp, _suggest_xgb,
 )
+from .stopping import StoppingHGBRegressor
 
 
 def _suggest_ridge(trial, profile, prefix):
@@ -44,7 +45,7 @@ def _suggest_hgb_loss(trial, profile, prefix):
 
 def _build_hgb(params, random_state):
     # As for the classifier: early stopping on an inner 10% split bounds the trees on larger data.
-    return HistGradientBoostingRegressor(
+    return StoppingHGBRegressor(
         max_iter=1000 if params["early_stopping"] else 200, n_iter_no_change=20,
         random_state=random_state, **params,
     )
