@@ -5,11 +5,11 @@ HistGradientBoosting, and our early-stopped LightGBM (:mod:`automl.space.boostin
 seeded split draws those rows and copies both parts. A holdout search's rung is the first rows of a
 frame stored in a seeded, stratified random order (:func:`automl.search.objective.rung_order`), so
 its last tenth is as random a sample as the split's, and slices of it are views, not copies. On
-720,000 rows of synthetic-1m (2 threads) that took the default HGB's peak above its start from 481 to
+720,000 rows of synthetic-1m (2 threads) that took the default HGB's peak above its start from 482 to
 387 MB, and LightGBM's from 325 to 228 MB (docs/benchmarks.md, "Large tables, ninth step"). The
-objective says so with the fit parameter ``rows_shuffled=True`` (:func:`automl.space.pipeline.fit_quietly`).
-Under CV a fold's rows keep the user's order (perhaps by time, or sorted by the label), so there the
-seeded split stays.
+objective says so with the fit parameter ``rows_shuffled=True``
+(:func:`automl.space.pipeline.fit_quietly`). Under CV a fold's rows keep the user's order (perhaps
+by time, or sorted by the label), so there the seeded split stays.
 """
 
 import math
@@ -66,7 +66,8 @@ class _StopsOnLastRows:
         y = np.asarray(y)
         weights = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[head],
                                                     "sample_weight_val": np.asarray(sample_weight)[tail]}
-        return super().fit(_safe_indexing(X, head), y[head], X_val=_safe_indexing(X, tail), y_val=y[tail], **weights)
+        return super().fit(_safe_indexing(X, head), y[head], X_val=_safe_indexing(X, tail), y_val=y[tail],
+                           **weights)
 
 
 class StoppingHGBClassifier(_StopsOnLastRows, HistGradientBoostingClassifier):
