@@ -15,11 +15,12 @@ a checkout older than that has no such parameter: run it without. Run it on a qu
 import argparse
 import gc
 import json
+import os
 import threading
 import time
 
 import numpy as np
-from memory import PAGE_BYTES, training_rows
+from memory import training_rows, usage
 
 from automl.data import check_training_data
 from automl.space import default_pipeline, fit_quietly, set_threads
@@ -28,8 +29,7 @@ POLL_SECONDS = 0.01
 
 
 def rss_mb():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE_BYTES / 1e6
+    return usage([os.getpid()])[0]
 
 
 def main(family, rows, rows_shuffled):
